@@ -1,0 +1,5 @@
+"""OSWorld-compatible desktops: the guest server, its client, and the providers that run them."""
+
+from computer_env.desktop.providers.base import DesktopHandle, DesktopProvider
+
+__all__ = ["DesktopHandle", "DesktopProvider"]

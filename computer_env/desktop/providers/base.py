@@ -1,0 +1,60 @@
+"""The provider contract: something that owns one OSWorld-compatible desktop (sandbox, container, VM)."""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class DesktopHandle:
+    """How to reach a running desktop.
+
+    ``url`` is the guest server's base URL as seen from the host (e.g. ``http://10.77.3.2:5000``),
+    ``token`` the bearer token (None for an upstream OSWorld VM, which has no auth),
+    ``guest_host`` the address under which the *guest* reaches services the harness runs on the
+    host (asset server, proxy), ``ports`` the other published guest ports by name
+    (``cdp``, ``vlc``, ``vnc``) as reachable from the host.
+    """
+
+    url: str
+    token: str | None
+    display: str | None = None
+    guest_host: str = "127.0.0.1"
+    ports: dict[str, int] = field(default_factory=dict)
+    provider: str = "local"
+    image: str | None = None
+
+
+class DesktopProvider(abc.ABC):
+    """Lifecycle of one desktop. Every method raises ``computer_env.errors.InfraError`` subclasses
+    (``VMStartError``, ``VMUnreachable``) for environment failures and ``ConfigurationError`` for
+    set-up problems the user must fix (missing package, image)."""
+
+    name: str = "abstract"
+
+    @abc.abstractmethod
+    def start(self) -> DesktopHandle:
+        """Start the desktop and block until its server answers (readiness, not a sleep)."""
+
+    @abc.abstractmethod
+    def reset(self) -> DesktopHandle:
+        """Return the desktop to its pristine state and block until ready again."""
+
+    @abc.abstractmethod
+    def is_alive(self) -> bool:
+        """Cheap health check: does the server answer?"""
+
+    @abc.abstractmethod
+    def close(self) -> None:
+        """Stop everything this provider started; idempotent; leaves no process or container."""
+
+    def allow_host_port(self, port: int) -> None:  # noqa: B027 - optional
+        """Let the guest reach ``port`` on the host (asset server, proxy). Default: nothing to do."""
+
+    def __enter__(self) -> "DesktopProvider":
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

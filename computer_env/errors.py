@@ -1,0 +1,80 @@
+"""Errors that are the environment's fault, never the model's.
+
+Everything derived from :class:`InfraError` is rerun by the harness and, if it persists,
+reported as *unscored* with its ``category`` — never as a score of 0.
+"""
+
+from __future__ import annotations
+
+
+class InfraError(Exception):
+    """Root of all infrastructure failures (environment, network, endpoint)."""
+
+    category: str = "infra"
+
+    def __init__(self, message: str, *, detail: str | None = None) -> None:
+        super().__init__(message)
+        self.detail = detail
+
+    @property
+    def reason(self) -> str:
+        """One line for reports: the message without the traceback."""
+        return str(self).splitlines()[0] if str(self) else type(self).__name__
+
+
+class VMStartError(InfraError):
+    """The desktop / VM could not be started or did not become ready in time."""
+
+    category = "vm_start"
+
+
+class VMUnreachable(InfraError):
+    """The desktop / VM server stopped answering."""
+
+    category = "vm_unreachable"
+
+
+class SetupError(InfraError):
+    """A task's setup step failed (download, launch, open, command...)."""
+
+    category = "setup"
+
+
+class NetworkError(InfraError):
+    """The outside network (through the proxy, if any) is down."""
+
+    category = "network"
+
+
+class EvaluatorInfraError(InfraError):
+    """A getter could not fetch what it needed (connection refused, CDP down, download failed)."""
+
+    category = "evaluator"
+
+
+class ModelEndpointError(InfraError):
+    """The model endpoint is unreachable or keeps failing (5xx, 429, timeouts).
+
+    Defined here, in the contract, so that the env side and the harness can catch it without
+    importing ``holo_agent``; the agent raises it.
+    """
+
+    category = "model_endpoint"
+
+
+class ConfigurationError(Exception):
+    """A bad option, missing image or missing dependency: fails the run before any task.
+
+    Deliberately *not* an :class:`InfraError`: it is never rerun and never unscored.
+    """
+
+
+INFRA_CATEGORIES: tuple[str, ...] = (
+    InfraError.category,
+    VMStartError.category,
+    VMUnreachable.category,
+    SetupError.category,
+    NetworkError.category,
+    EvaluatorInfraError.category,
+    ModelEndpointError.category,
+)

@@ -1,0 +1,1 @@
+"""OSWorld tasks: loader, setup, evaluation, OSWorldComputerEnv."""

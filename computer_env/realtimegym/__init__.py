@@ -1,0 +1,1 @@
+"""RealtimeGym games as a ComputerEnv."""
