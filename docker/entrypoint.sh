@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Container entrypoint: X display, window manager, session bus + AT-SPI, then the guest server.
+# The token comes from env DESKTOP_SERVER_TOKEN (never written to a log). Runs as `user`
+# (USER in the Dockerfile).
+set -euo pipefail
+
+export DISPLAY="${DISPLAY:-:0}"
+export HOME="${HOME:-/home/user}"
+export XDG_SESSION_TYPE=x11
+export SAL_USE_VCLPLUGIN=gtk3
+export NO_AT_BRIDGE=0
+cd "$HOME"
+
+Xvfb "$DISPLAY" -screen 0 "${SCREEN_WIDTH}x${SCREEN_HEIGHT}x24" -nolisten tcp >/tmp/xvfb.log 2>&1 &
+
+# Wait for the display (readiness with a timeout, not a fixed sleep).
+for _ in $(seq 1 200); do
+    if xdpyinfo >/dev/null 2>&1; then break; fi
+    sleep 0.05
+done
+xdpyinfo >/dev/null 2>&1 || { echo "entrypoint: Xvfb on $DISPLAY did not come up in 10s" >&2; cat /tmp/xvfb.log >&2; exit 1; }
+
+exec dbus-run-session -- bash -c '
+    /usr/libexec/at-spi-bus-launcher --launch-immediately >/tmp/at-spi.log 2>&1 &
+    openbox >/tmp/openbox.log 2>&1 &
+    exec python -m computer_env.desktop.server --host 0.0.0.0 --port "${SERVER_PORT}" "$@"
+' server "$@"
