@@ -1,0 +1,53 @@
+# Set-up and entry points. `make setup` is idempotent: it installs only what is missing.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PYTEST := $(VENV)/bin/pytest
+
+# Debian packages: the local desktop (X server, window manager, apps, accessibility, sandbox),
+# a real forward proxy for the network tests, and the tools the tests and benchmarks use.
+APT_PACKAGES := xvfb xdotool wmctrl openbox x11-utils xterm x11-xserver-utils xauth \
+	mousepad libreoffice-calc libreoffice-writer libreoffice-gtk3 chromium \
+	bubblewrap iproute2 iptables at-spi2-core dbus dbus-x11 python3-gi gir1.2-atspi-2.0 \
+	tinyproxy ffmpeg imagemagick procps psmisc curl ca-certificates git
+
+.PHONY: setup apt venv run test smoke bench docker-image clean
+
+setup: apt venv
+
+apt:
+	@missing=$$(for p in $(APT_PACKAGES); do \
+		dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; \
+	done); \
+	if [ -n "$$missing" ]; then \
+		echo "installing Debian packages:" $$missing; \
+		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
+			--no-install-recommends $$missing; \
+	else echo "Debian packages: all present"; fi
+
+venv:
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@$(PY) -m pip install -q --upgrade pip
+	@$(PY) -m pip install -q -e '.[dev]'
+
+# The main job on the embedded default: every built-in OSWorld task on local desktops, played
+# by the reference endpoint (a harness check), two workers.
+run:
+	$(PYTEST) tests/osworld -n 2
+
+# The project's own tests (what CI runs).
+test:
+	$(PYTEST) tests/harness tests/osworld tests/realtimegym -n 2
+
+smoke:
+	$(PYTEST) tests/osworld -m smoke -n 2
+
+bench:
+	$(PY) -m computer_env.desktop.bench --runs 10
+
+docker-image:
+	bash scripts/start-dockerd.sh && bash docker/build-image.sh
+
+clean:
+	rm -rf results .pytest_cache
