@@ -1,0 +1,177 @@
+"""The command line and start script of one desktop session (sandboxed with bubblewrap or not).
+
+Inside the sandbox: ``/usr`` and ``/etc`` read-only, a tmpfs ``/home/user`` filled from the
+template, uid/gid 1000 ("user"), no capabilities, its own pid/ipc/uts (and, through the
+provider, network) namespaces. Of the host's Python only what the server needs is visible,
+read-only: the virtual environment, its base interpreter and the ``computer_env`` package (minus
+``computer_env/osworld``, which holds task solutions).
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import computer_env
+from computer_env.errors import ConfigurationError
+
+GUEST_UID = 1000
+GUEST_HOME = "/home/user"
+GUEST_RUN = "/run/desktop"  # the per-desktop state dir (token, init script), read-only
+GUEST_TEMPLATE = "/opt/desktop/home-template"
+GUEST_SERVER_PORT = 5000
+
+# Started by dbus-run-session, so everything shares one session bus (at-spi needs it).
+INIT_SCRIPT = r"""#!/bin/bash
+# One desktop session: Xvfb, openbox, at-spi, then the guest server (exec'd, stays the leader).
+set -u
+cp -r "$DESKTOP_HOME_TEMPLATE/." "$HOME/" || exit 90
+mkdir -p "$DESKTOP_SCRATCH" && cd "$HOME" || exit 91
+if [ ! -d /tmp/.X11-unix ]; then mkdir -m 1777 /tmp/.X11-unix 2>/dev/null; fi
+fifo="$DESKTOP_SCRATCH/xready.$$"
+rm -f "$fifo"; mkfifo "$fifo" || exit 92
+$DESKTOP_GUARD Xvfb $DESKTOP_DISPLAY -screen 0 "${DESKTOP_WIDTH}x${DESKTOP_HEIGHT}x24" \
+    -nolisten tcp -dpi 96 -displayfd 5 5>"$fifo" &
+xpid=$!
+if ! read -r -t 30 dnum <"$fifo"; then
+    echo "Xvfb did not report a display within 30 s" >&2
+    kill "$xpid" 2>/dev/null; exit 93
+fi
+rm -f "$fifo"
+export DISPLAY=":$dnum"
+echo "$DISPLAY" >"$DESKTOP_SCRATCH/display"
+$DESKTOP_GUARD openbox &
+$DESKTOP_GUARD /usr/libexec/at-spi-bus-launcher --launch-immediately >/dev/null 2>&1 &
+exec "$DESKTOP_PYTHON" -m computer_env.desktop.server --host "$DESKTOP_SERVER_HOST" \
+    --port "$DESKTOP_SERVER_PORT" --token-file "$DESKTOP_TOKEN_FILE"
+"""
+
+PASSWD = ("root:x:0:0:root:/root:/usr/sbin/nologin\n"
+          f"user:x:{GUEST_UID}:{GUEST_UID}:user:{GUEST_HOME}:/bin/bash\n"
+          "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n")
+GROUP = f"root:x:0:\nuser:x:{GUEST_UID}:\nnogroup:x:65534:\n"
+
+
+def session_env(*, width: int, height: int, home: str, template: str, token_file: str,
+                scratch: str, host: str, port: int, display: str, guard: str = "") -> dict[str, str]:
+    """Environment of the session (the same keys sandboxed and unsandboxed)."""
+    return {
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "HOME": home, "USER": "user", "LOGNAME": "user", "SHELL": "/bin/bash",
+        "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "TERM": "xterm-256color",
+        "XDG_SESSION_TYPE": "x11", "XDG_CURRENT_DESKTOP": "openbox",
+        "SAL_USE_VCLPLUGIN": "gtk3", "GTK_MODULES": "gail:atk-bridge",
+        "GNOME_ACCESSIBILITY": "1", "QT_ACCESSIBILITY": "1", "ACCESSIBILITY_ENABLED": "1",
+        "NO_AT_BRIDGE": "0", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1",
+        "DESKTOP_WIDTH": str(width), "DESKTOP_HEIGHT": str(height),
+        "DESKTOP_HOME_TEMPLATE": template, "DESKTOP_TOKEN_FILE": token_file,
+        "DESKTOP_SCRATCH": scratch, "DESKTOP_SERVER_HOST": host,
+        "DESKTOP_SERVER_PORT": str(port), "DESKTOP_DISPLAY": display,
+        "DESKTOP_PYTHON": python_executable(), "DESKTOP_GUARD": guard,
+    }
+
+
+def python_executable() -> str:
+    """The interpreter that runs the guest server (this process's, venv path kept)."""
+    return str(Path(sys.prefix, "bin", "python")) if sys.prefix != sys.base_prefix \
+        else sys.executable
+
+
+def python_binds() -> list[Path]:
+    """Host paths the server's Python needs: venv, base interpreter, the ``computer_env`` tree."""
+    paths = {Path(sys.base_prefix).resolve(), Path(sys.prefix)}
+    exe = Path(sys.executable).resolve()
+    if not any(exe.is_relative_to(p) for p in paths):
+        paths.add(exe.parent.parent)
+    paths.add(Path(computer_env.__file__).resolve().parent)
+    system = [Path(p) for p in ("/usr", "/etc")]
+    return sorted(p for p in paths if not any(p.is_relative_to(s) for s in system))
+
+
+def find_bwrap(path: str | None = None) -> str:
+    """The bubblewrap binary, or ConfigurationError explaining how to get one."""
+    found = shutil.which("bwrap", path=path)
+    if not found:
+        raise ConfigurationError(
+            "bubblewrap (`bwrap`) is not on PATH: the local desktop sandbox needs it "
+            "(Debian/Ubuntu: apt-get install bubblewrap). To run the desktop WITHOUT a sandbox "
+            "(the agent's actions then run on this host), pass "
+            "LocalSandboxProvider(unsandboxed=True) explicitly.")
+    return found
+
+
+@dataclass(frozen=True)
+class SandboxLayout:
+    """Host paths bound into one sandbox."""
+
+    state_dir: Path  # per desktop: token, passwd, group, init.sh (bound read-only at GUEST_RUN)
+    template: Path   # the home template (read-only at GUEST_TEMPLATE)
+
+
+def write_state(state_dir: Path, token: str) -> None:
+    """Populate ``state_dir`` with the token, passwd/group and the init script."""
+    state_dir.mkdir(parents=True, exist_ok=True)
+    (state_dir / "passwd").write_text(PASSWD)
+    (state_dir / "group").write_text(GROUP)
+    (state_dir / "init.sh").write_text(INIT_SCRIPT)
+    token_file = state_dir / "token"
+    token_file.touch(mode=0o600)
+    token_file.write_text(token)
+
+
+def staged_python_binds(stage_root: Path) -> dict[Path, Path]:
+    """Map each of :func:`python_binds` to an empty mount point under ``stage_root``.
+
+    The session's launcher bind-mounts the real directory there in a private mount namespace
+    (see ``proc.spawn(binds=...)``), because the sandbox's unprivileged uid could not traverse
+    e.g. ``/root`` to reach it; bwrap then binds the staged path to the original one.
+    """
+    staged: dict[Path, Path] = {}
+    for i, path in enumerate(python_binds()):
+        point = stage_root / f"bind-{i}"
+        point.mkdir(mode=0o755, parents=True, exist_ok=True)
+        staged[path] = point
+    return staged
+
+
+def bwrap_argv(bwrap: str, layout: SandboxLayout, *, width: int, height: int,
+               info_fd: int, staged: dict[Path, Path]) -> list[str]:
+    """The full ``bwrap ... dbus-run-session -- bash init.sh`` command line."""
+    env = session_env(width=width, height=height, home=GUEST_HOME, template=GUEST_TEMPLATE,
+                      token_file=f"{GUEST_RUN}/token", scratch="/tmp/.desktop",
+                      host="0.0.0.0", port=GUEST_SERVER_PORT, display=":0")
+    argv = [bwrap, "--unshare-user", "--uid", str(GUEST_UID), "--gid", str(GUEST_UID),
+            "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+            "--hostname", "desktop", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
+            "--info-fd", str(info_fd),
+            "--ro-bind", "/usr", "/usr", "--ro-bind", "/etc", "/etc"]
+    for name in ("bin", "lib", "lib32", "lib64", "libx32", "sbin"):
+        target = Path("/", name)
+        if target.is_symlink():
+            argv += ["--symlink", str(target.readlink()), f"/{name}"]
+        elif target.is_dir():
+            argv += ["--ro-bind", str(target), f"/{name}"]
+    argv += ["--ro-bind", str(layout.state_dir / "passwd"), "/etc/passwd",
+             "--ro-bind", str(layout.state_dir / "group"), "/etc/group",
+             "--dev", "/dev", "--tmpfs", "/dev/shm", "--proc", "/proc",
+             "--tmpfs", "/tmp", "--tmpfs", "/run", "--tmpfs", "/var", "--dir", "/var/tmp",
+             "--ro-bind-try", "/var/cache/fontconfig", "/var/cache/fontconfig",
+             "--ro-bind-try", "/var/lib/dbus", "/var/lib/dbus",
+             "--perms", "0700", "--dir", f"/run/user/{GUEST_UID}",
+             "--tmpfs", "/home", "--dir", GUEST_HOME,
+             "--ro-bind", str(layout.template), GUEST_TEMPLATE,
+             "--ro-bind", str(layout.state_dir), GUEST_RUN]
+    for path, point in staged.items():
+        argv += ["--ro-bind", str(point), str(path)]
+    pkg = Path(computer_env.__file__).resolve().parent
+    if (pkg / "osworld").is_dir():
+        argv += ["--tmpfs", str(pkg / "osworld")]
+    argv += ["--clearenv"]
+    env["XDG_RUNTIME_DIR"] = f"/run/user/{GUEST_UID}"
+    for key, value in env.items():
+        argv += ["--setenv", key, value]
+    argv += ["--chdir", GUEST_HOME, "/usr/bin/dbus-run-session", "--",
+             "/bin/bash", f"{GUEST_RUN}/init.sh"]
+    return argv

@@ -1,0 +1,148 @@
+"""The pristine home directory (``/home/user``) every local desktop starts from.
+
+Kept as Python data (not loose dotfiles) so it ships with the package as-is. It holds what makes
+the apps start cleanly: LibreOffice without first-start wizard, tip of the day, "what's new"
+bar or document recovery; a readable UTF-8 xterm; the XDG user folders (``~/Desktop`` ...).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+_LO_ITEMS: list[tuple[str, str, str, str]] = [
+    # (path, prop, type, value)
+    ("/org.openoffice.Office.Common/Misc", "ShowTipOfTheDay", "boolean", "false"),
+    ("/org.openoffice.Office.Common/Misc", "FirstRun", "boolean", "false"),
+    ("/org.openoffice.Office.Common/Misc", "UseSystemFileDialog", "boolean", "false"),
+    ("/org.openoffice.Office.Common/Misc", "CollectUsageInformation", "boolean", "false"),
+    ("/org.openoffice.Office.Common/Save/Document", "WarnAlienFormat", "boolean", "false"),
+    ("/org.openoffice.Office.Common/Save/Document", "AutoSave", "boolean", "false"),
+    ("/org.openoffice.Office.Recovery/AutoSave", "Enabled", "boolean", "false"),
+    ("/org.openoffice.Office.Recovery/RecoveryInfo", "Enabled", "boolean", "false"),
+    ("/org.openoffice.Setup/Office", "ooSetupInstCompleted", "boolean", "true"),
+    ("/org.openoffice.Setup/First Start", "ShowIntro", "boolean", "false"),
+    ("/org.openoffice.Setup/Product", "ooSetupLastVersion", "string", "7.4"),
+    ("/org.openoffice.Setup/Product", "LastTimeDonateShown", "long", "1999999999"),
+    ("/org.openoffice.Setup/Product", "LastTimeGetInvolvedShown", "long", "1999999999"),
+    ("/org.openoffice.Office.Common/Misc", "ShowDonation", "boolean", "false"),
+    ("/org.openoffice.Office.Common/Security/Scripting", "MacroSecurityLevel", "int", "3"),
+    ("/org.openoffice.Office.Jobs/Jobs/org.openoffice.Office.Jobs:Job['UpdateCheck']/Arguments",
+     "AutoCheckEnabled", "boolean", "false"),
+]
+
+
+def _registrymodifications() -> str:
+    items = "\n".join(
+        f'<item oor:path="{path}"><prop oor:name="{prop}" oor:op="fuse">'
+        f"<value>{value}</value></prop></item>"
+        for path, prop, _type, value in _LO_ITEMS
+    )
+    return (
+        '<?xml version="1.0" encoding="UTF-8"?>\n'
+        '<oor:items xmlns:oor="http://openoffice.org/2001/registry" '
+        'xmlns:xs="http://www.w3.org/2001/XMLSchema" '
+        'xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance">\n'
+        f"{items}\n</oor:items>\n"
+    )
+
+
+_XDEFAULTS = """\
+XTerm*faceName: DejaVu Sans Mono
+XTerm*faceSize: 12
+XTerm*utf8: 1
+XTerm*locale: true
+XTerm*background: white
+XTerm*foreground: black
+XTerm*saveLines: 5000
+XTerm*scrollBar: true
+XTerm*rightScrollBar: true
+XTerm*selectToClipboard: true
+XTerm*metaSendsEscape: true
+XTerm*termName: xterm-256color
+"""
+
+_USER_DIRS = """\
+XDG_DESKTOP_DIR="$HOME/Desktop"
+XDG_DOWNLOAD_DIR="$HOME/Downloads"
+XDG_DOCUMENTS_DIR="$HOME/Documents"
+XDG_MUSIC_DIR="$HOME/Music"
+XDG_PICTURES_DIR="$HOME/Pictures"
+XDG_VIDEOS_DIR="$HOME/Videos"
+XDG_TEMPLATES_DIR="$HOME/Templates"
+XDG_PUBLICSHARE_DIR="$HOME/Public"
+"""
+
+_BASHRC = """\
+export PS1='user@desktop:\\w\\$ '
+export LANG=C.UTF-8
+alias ll='ls -l'
+"""
+
+_MIMEAPPS = """\
+[Default Applications]
+text/plain=org.xfce.mousepad.desktop
+text/csv=libreoffice-calc.desktop
+application/vnd.oasis.opendocument.spreadsheet=libreoffice-calc.desktop
+application/vnd.openxmlformats-officedocument.spreadsheetml.sheet=libreoffice-calc.desktop
+application/vnd.oasis.opendocument.text=libreoffice-writer.desktop
+application/vnd.openxmlformats-officedocument.wordprocessingml.document=libreoffice-writer.desktop
+text/html=chromium.desktop
+x-scheme-handler/http=chromium.desktop
+x-scheme-handler/https=chromium.desktop
+"""
+
+FILES: dict[str, str] = {
+    ".config/libreoffice/4/user/registrymodifications.xcu": _registrymodifications(),
+    ".Xdefaults": _XDEFAULTS,
+    ".config/user-dirs.dirs": _USER_DIRS,
+    ".config/mimeapps.list": _MIMEAPPS,
+    ".bashrc": _BASHRC,
+    ".profile": ". ~/.bashrc\n",
+}
+DIRS: tuple[str, ...] = ("Desktop", "Documents", "Downloads", "Music", "Pictures", "Videos",
+                         "Templates", "Public", ".cache", ".local/share", ".config/autostart")
+
+
+def _fingerprint() -> str:
+    h = hashlib.sha256()
+    for name in sorted(FILES):
+        h.update(name.encode() + b"\0" + FILES[name].encode() + b"\0")
+    h.update("\0".join(DIRS).encode())
+    return h.hexdigest()[:12]
+
+
+def write_template(dest: Path) -> None:
+    """Write the template tree into ``dest`` (which must not exist yet)."""
+    for d in DIRS:
+        (dest / d).mkdir(parents=True, exist_ok=True)
+    for rel, text in FILES.items():
+        path = dest / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    for root, dirs, files in os.walk(dest):
+        for name in dirs:
+            os.chmod(Path(root, name), 0o755)
+        for name in files:
+            os.chmod(Path(root, name), 0o644)
+    os.chmod(dest, 0o755)
+
+
+def ensure_template(base: Path) -> Path:
+    """The template directory under ``base`` (read-only for everyone), created once, atomically."""
+    target = base / f"home-template-{_fingerprint()}"
+    if target.is_dir():
+        return target
+    base.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".home-template-", dir=base))
+    try:
+        write_template(tmp)
+        os.rename(tmp, target)
+    except OSError:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if not target.is_dir():
+            raise
+    return target

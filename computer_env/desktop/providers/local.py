@@ -1,0 +1,273 @@
+"""``LocalSandboxProvider``: one sandboxed X desktop per instance, on this machine.
+
+Each desktop gets a slot (see :mod:`.netns`): a network namespace with a veth pair and a /30,
+an unprivileged outside uid, and a firewall that lets the sandbox reach only the host ports
+passed to :meth:`LocalSandboxProvider.allow_host_port`. The session itself (see :mod:`.bwrap`)
+runs under bubblewrap with a fresh tmpfs home. ``reset()`` replaces the whole session (the
+network namespace is kept); ``close()`` removes processes, netns, veth and firewall rules.
+Cleanup also runs at interpreter exit and on SIGTERM; after a SIGKILL every process dies with
+its parent and the next ``start()`` sweeps the network leftovers.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import shutil
+import signal
+import socket
+import threading
+import time
+import weakref
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from computer_env.desktop.providers import bwrap, netns
+from computer_env.desktop.providers.base import DesktopHandle, DesktopProvider
+from computer_env.desktop.providers.home_template import ensure_template
+from computer_env.desktop.providers.session import (HostSession, SandboxSession,
+                                                    host_tools_missing, wait_ready)
+from computer_env.errors import ConfigurationError, VMStartError
+
+log = logging.getLogger(__name__)
+
+STATE_ROOT = Path("/run/computer-env-local")
+_HOST_STATE_ROOT = Path("/tmp/computer-env-local")  # unsandboxed mode (any user)
+
+
+class _Resources:
+    """Everything a provider owns, kept apart from it so a finalizer can release it."""
+
+    def __init__(self) -> None:
+        self.session: SandboxSession | HostSession | None = None
+        self.slot: netns.NetSlot | None = None
+        self.state_dir: Path | None = None
+        self.lock = threading.RLock()
+
+    def stop_session(self) -> None:
+        with self.lock:
+            if self.session is not None:
+                self.session.kill()
+                self.session = None
+
+    def release(self) -> None:
+        """Idempotent full cleanup."""
+        with self.lock:
+            self.stop_session()
+            if self.slot is not None:
+                self.slot.destroy()
+                self.slot = None
+            if self.state_dir is not None:
+                shutil.rmtree(self.state_dir, ignore_errors=True)
+                self.state_dir.with_suffix(".log").unlink(missing_ok=True)
+                self.state_dir = None
+
+
+_live: "weakref.WeakSet[_Finalizer]" = weakref.WeakSet()
+_handler_lock = threading.Lock()
+_handler_installed = False
+
+
+class _Finalizer:
+    def __init__(self, owner: object, res: _Resources) -> None:
+        self.fin = weakref.finalize(owner, res.release)  # also runs at interpreter exit
+        _live.add(self)
+
+
+def _on_sigterm(signum: int, frame: FrameType | None, previous: Any) -> None:
+    for fin in list(_live):
+        fin.fin()
+    if callable(previous):
+        previous(signum, frame)
+    elif previous == signal.SIG_DFL:
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+
+
+def _install_sigterm_handler() -> None:
+    """Chain a cleanup handler in front of the current SIGTERM handler (main thread only)."""
+    global _handler_installed
+    with _handler_lock:
+        if _handler_installed or threading.current_thread() is not threading.main_thread():
+            return
+        previous = signal.getsignal(signal.SIGTERM)
+        if previous == signal.SIG_IGN:
+            return
+        signal.signal(signal.SIGTERM, lambda s, f: _on_sigterm(s, f, previous))
+        _handler_installed = True
+
+
+class LocalSandboxProvider(DesktopProvider):
+    """A local desktop: bubblewrap sandbox in its own network namespace (or, only when asked
+    explicitly with ``unsandboxed=True``, plain processes on the host)."""
+
+    name = "local"
+
+    def __init__(self, *, width: int = 1920, height: int = 1080, unsandboxed: bool = False,
+                 ready_timeout: float = 60.0, bwrap_path: str | None = None,
+                 search_path: str | None = None) -> None:
+        """``bwrap_path`` forces a binary; ``search_path`` replaces ``$PATH`` when looking for it."""
+        self.width, self.height = width, height
+        self.unsandboxed = unsandboxed
+        self.ready_timeout = ready_timeout
+        self._bwrap_path = bwrap_path
+        self._search_path = search_path
+        self._res = _Resources()
+        self._fin = _Finalizer(self, self._res)
+        self._token = secrets.token_urlsafe(32)
+        self._allowed: set[int] = set()
+        self._handle: DesktopHandle | None = None
+        self._host_port = 0
+
+    # -- public API ------------------------------------------------------------------------
+    @property
+    def handle(self) -> DesktopHandle | None:
+        """The running desktop's handle (None before start / after close)."""
+        return self._handle
+
+    def start(self) -> DesktopHandle:
+        with self._res.lock:
+            if self._handle is not None and self._res.session is not None:
+                return self._handle
+            _install_sigterm_handler()
+            try:
+                return self._start_unsandboxed() if self.unsandboxed else self._start_sandbox()
+            except BaseException:
+                self.close()
+                raise
+
+    def reset(self) -> DesktopHandle:
+        with self._res.lock:
+            if self._handle is None:
+                return self.start()
+            self._res.stop_session()
+            self._launch()
+            return self._handle
+
+    def is_alive(self) -> bool:
+        session, handle = self._res.session, self._handle
+        if session is None or handle is None or not session.alive():
+            return False
+        host, port = self._server_addr()
+        try:
+            wait_ready(host, port, self._token, session.proc, timeout=2.0,
+                       log_file=session.log_file)
+        except VMStartError:
+            return False
+        return True
+
+    def close(self) -> None:
+        with self._res.lock:
+            self._handle = None
+            self._fin.fin()
+
+    def allow_host_port(self, port: int) -> None:
+        """Let the sandbox reach host TCP ``port`` at ``handle.guest_host`` (persists)."""
+        self._allowed.add(int(port))
+        if self._res.slot is not None:
+            self._res.slot.allow_port(int(port))
+
+    def pids(self) -> list[int]:
+        """Host pids of every process of the desktop (for memory accounting)."""
+        session = self._res.session
+        return session.pids() if session is not None else []
+
+    @property
+    def log_file(self) -> Path | None:
+        """The session's combined stdout/stderr (Xvfb, openbox, server)."""
+        session = self._res.session
+        return session.log_file if session is not None else None
+
+    # -- internals -------------------------------------------------------------------------
+    def _server_addr(self) -> tuple[str, int]:
+        if self.unsandboxed:
+            return "127.0.0.1", self._host_port
+        assert self._res.slot is not None
+        return self._res.slot.guest_addr, bwrap.GUEST_SERVER_PORT
+
+    def _start_sandbox(self) -> DesktopHandle:
+        bwrap_bin = self._bwrap_path or bwrap.find_bwrap(self._search_path)
+        if not os.access(bwrap_bin, os.X_OK):
+            raise ConfigurationError(f"bubblewrap binary {bwrap_bin!r} is not executable")
+        netns.check_available()
+        if missing := host_tools_missing():
+            raise ConfigurationError(f"the local desktop needs {', '.join(missing)} installed")
+        self._bwrap_bin = bwrap_bin
+        slot = netns.claim_slot()
+        self._res.slot = slot
+        for port in sorted(self._allowed):
+            slot.allow_port(port)
+        STATE_ROOT.mkdir(mode=0o755, parents=True, exist_ok=True)
+        self._template = ensure_template(STATE_ROOT)
+        state_dir = STATE_ROOT / f"desktop-{slot.slot}"
+        shutil.rmtree(state_dir, ignore_errors=True)
+        self._res.state_dir = state_dir
+        bwrap.write_state(state_dir, self._token)
+        for path in (state_dir, *state_dir.iterdir()):
+            os.chown(path, slot.sandbox_uid, slot.sandbox_uid)
+        os.chmod(state_dir, 0o500)
+        self._handle = DesktopHandle(
+            url=f"http://{slot.guest_addr}:{bwrap.GUEST_SERVER_PORT}", token=self._token,
+            display=":0", guest_host=slot.host_addr,
+            ports={"server": bwrap.GUEST_SERVER_PORT}, provider=self.name)
+        self._launch()
+        return self._handle
+
+    def _start_unsandboxed(self) -> DesktopHandle:
+        log.warning("LOCAL DESKTOP IS UNSANDBOXED: the agent's actions run directly on this host "
+                    "as %s (uid %d)", os.environ.get("USER", "?"), os.getuid())
+        if missing := host_tools_missing():
+            raise ConfigurationError(f"the local desktop needs {', '.join(missing)} installed")
+        _HOST_STATE_ROOT.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self._template = ensure_template(_HOST_STATE_ROOT)
+        state_dir = Path(os.path.realpath(
+            __import__("tempfile").mkdtemp(prefix="desktop-", dir=_HOST_STATE_ROOT)))
+        self._res.state_dir = state_dir
+        bwrap.write_state(state_dir, self._token)
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self._host_port = s.getsockname()[1]
+        self._handle = DesktopHandle(url=f"http://127.0.0.1:{self._host_port}",
+                                     token=self._token, display=None, guest_host="127.0.0.1",
+                                     ports={"server": self._host_port}, provider=self.name)
+        self._launch()
+        return self._handle
+
+    def _launch(self) -> None:
+        """Start a fresh session (fresh home) and wait for its server."""
+        res = self._res
+        assert res.state_dir is not None and self._handle is not None
+        t0 = time.monotonic()
+        log_file = res.state_dir.with_suffix(".log")
+        if self.unsandboxed:
+            home = res.state_dir / "home"
+            shutil.rmtree(home, ignore_errors=True)
+            home.mkdir()
+            guard = "setpriv --pdeathsig KILL" if shutil.which("setpriv") else ""
+            env = bwrap.session_env(
+                width=self.width, height=self.height, home=str(home),
+                template=str(self._template), token_file=str(res.state_dir / "token"),
+                scratch=str(res.state_dir / "scratch"), host="127.0.0.1", port=self._host_port,
+                display="", guard=guard)
+            env["PYTHONPATH"] = str(Path(bwrap.__file__).resolve().parents[3])
+            res.session = HostSession(
+                ["dbus-run-session", "--", "bash", str(res.state_dir / "init.sh")], env=env,
+                log_file=log_file)
+        else:
+            assert res.slot is not None
+            layout = bwrap.SandboxLayout(state_dir=res.state_dir, template=self._template)
+            staged = bwrap.staged_python_binds(STATE_ROOT / "stage")
+            res.session = SandboxSession(
+                lambda fd: bwrap.bwrap_argv(self._bwrap_bin, layout, width=self.width,
+                                            height=self.height, info_fd=fd, staged=staged),
+                netns=res.slot.netns, uid=res.slot.sandbox_uid, log_file=log_file,
+                binds=tuple((str(src), str(dst)) for src, dst in staged.items()))
+        host, port = self._server_addr()
+        wait_ready(host, port, self._token, res.session.proc, timeout=self.ready_timeout,
+                   log_file=log_file)
+        if self.unsandboxed and self._handle.display is None:
+            display = (res.state_dir / "scratch" / "display").read_text().strip()
+            self._handle = DesktopHandle(**{**self._handle.__dict__, "display": display})
+        log.info("local desktop ready in %.2f s at %s", time.monotonic() - t0, self._handle.url)

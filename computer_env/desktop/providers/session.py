@@ -1,0 +1,180 @@
+"""One running desktop session (Xvfb + openbox + at-spi + guest server) and how to end it.
+
+:class:`SandboxSession` runs it under bubblewrap inside a slot's network namespace as the
+slot's unprivileged uid; :class:`HostSession` runs it directly on the host (unsandboxed).
+Both are started by :func:`computer_env.desktop.providers.proc.spawn` (own process group,
+SIGKILL when this process dies).
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import logging
+import os
+import select
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from computer_env.desktop.providers import proc
+from computer_env.errors import VMStartError
+
+log = logging.getLogger(__name__)
+
+
+def wait_ready(host: str, port: int, token: str, session: subprocess.Popen[bytes], *,
+               timeout: float, log_file: Path) -> None:
+    """Poll ``GET /platform`` until the server answers 200; raise VMStartError otherwise."""
+    deadline = time.monotonic() + timeout
+    last = "no answer yet"
+    delay = 0.005
+    while time.monotonic() < deadline:
+        if session.poll() is not None:
+            raise VMStartError(f"desktop session exited ({session.returncode}) before its server "
+                               f"answered", detail=tail(log_file))
+        conn = http.client.HTTPConnection(host, port, timeout=2.0)
+        try:
+            conn.request("GET", "/platform", headers={"Authorization": f"Bearer {token}"})
+            resp = conn.getresponse()
+            resp.read()
+            if resp.status == 200:
+                return
+            last = f"HTTP {resp.status}"
+        except OSError as exc:
+            last = f"{type(exc).__name__}: {exc}"
+        finally:
+            conn.close()
+        time.sleep(delay)
+        delay = min(delay * 1.5, 0.05)
+    raise VMStartError(f"desktop server at {host}:{port} not ready after {timeout:.0f} s "
+                       f"(GET /platform: {last})", detail=tail(log_file))
+
+
+def tail(path: Path, limit: int = 4000) -> str:
+    """The end of a log file (for error details)."""
+    try:
+        return path.read_bytes()[-limit:].decode(errors="replace")
+    except OSError:
+        return ""
+
+
+class SandboxSession:
+    """A bubblewrap session; ended by killing its pid-namespace init, then every process of its
+    outside uid (nothing of the sandbox survives, whatever it forked or setsid'd)."""
+
+    def __init__(self, build_argv: Callable[[int], list[str]], *, netns: str, uid: int,
+                 log_file: Path, binds: tuple[tuple[str, str], ...] = ()) -> None:
+        self.uid = uid
+        self.log_file = log_file
+        read_fd, write_fd = os.pipe()
+        try:
+            with open(log_file, "wb") as out:
+                self.proc = proc.spawn(build_argv(write_fd), env={"PATH": "/usr/bin:/bin"},
+                                       netns=netns, uid=uid, gid=uid, binds=binds, pass_fds=(write_fd,),
+                                       stdout=out, stderr=out, cwd="/")
+        except BaseException:
+            os.close(read_fd)
+            raise
+        finally:
+            os.close(write_fd)
+        self.child_pid = self._read_child_pid(read_fd)
+
+    def _read_child_pid(self, fd: int) -> int | None:
+        """bwrap writes ``{"child-pid": N}`` (a host pid) to --info-fd once the sandbox exists."""
+        data = b""
+        deadline = time.monotonic() + 10.0
+        try:
+            while time.monotonic() < deadline:
+                ready, _, _ = select.select([fd], [], [], 0.1)
+                if ready:
+                    chunk = os.read(fd, 4096)
+                    if not chunk:
+                        break
+                    data += chunk
+                    if b"}" in data:
+                        break
+                elif self.proc.poll() is not None:
+                    break
+        finally:
+            os.close(fd)
+        try:
+            return int(json.loads(data.decode())["child-pid"])
+        except (ValueError, KeyError):
+            return None
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def pids(self) -> list[int]:
+        return proc.pids_of_uid(self.uid)
+
+    def kill(self) -> None:
+        if self.child_pid is not None and self.proc.poll() is None:
+            try:
+                os.kill(self.child_pid, signal.SIGKILL)  # pid-ns init: takes the namespace down
+            except ProcessLookupError:
+                pass
+            try:
+                self.proc.wait(timeout=5.0)
+            except subprocess.TimeoutExpired:
+                log.warning("bwrap %d still running after its sandbox init was killed",
+                            self.proc.pid)
+        proc.kill_uid(self.uid)
+        proc.kill_group(self.proc)
+
+
+class HostSession:
+    """An unsandboxed session: its process group plus every descendant (the server is a child
+    subreaper, so double-forked apps stay below it)."""
+
+    def __init__(self, argv: list[str], *, env: dict[str, str], log_file: Path) -> None:
+        self.log_file = log_file
+        with open(log_file, "wb") as out:
+            self.proc = proc.spawn(argv, env=env, stdout=out, stderr=out, cwd="/")
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def pids(self) -> list[int]:
+        return [self.proc.pid, *_descendants(self.proc.pid)] if self.alive() else []
+
+    def kill(self) -> None:
+        for _ in range(3):
+            pids = _descendants(self.proc.pid) if self.proc.poll() is None else []
+            for pid in pids:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            if not pids:
+                break
+        proc.kill_group(self.proc)
+
+
+def _descendants(root: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = Path(entry.path, "stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(")") + 2:].split()
+        children.setdefault(int(fields[1]), []).append(int(entry.name))
+    found: list[int] = []
+    stack = [root]
+    while stack:
+        for child in children.get(stack.pop(), []):
+            found.append(child)
+            stack.append(child)
+    return found
+
+
+def host_tools_missing() -> list[str]:
+    """Programs the desktop session needs that are not installed."""
+    return [t for t in ("Xvfb", "openbox", "dbus-run-session", "bash") if not shutil.which(t)]
