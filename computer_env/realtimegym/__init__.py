@@ -1,1 +1,29 @@
-"""RealtimeGym games as a ComputerEnv."""
+"""RealtimeGym games (Freeway, Snake, Overcooked) as a ``ComputerEnv``.
+
+RealtimeGym itself is optional and imported lazily: :func:`realtimegym_available` says whether
+it can be used and why not.
+"""
+
+from computer_env.realtimegym.backend import (
+    GameBackend,
+    GameFactory,
+    RealtimeGymBackend,
+    make_realtimegym_backend,
+    realtimegym_available,
+)
+from computer_env.realtimegym.cases import GameCase, all_cases, normalize_score
+from computer_env.realtimegym.clock import TurnClock
+from computer_env.realtimegym.env import GameComputerEnv, Pacing, TurnRecord
+from computer_env.realtimegym.games import GAMES, LOADS, MAX_TURNS, SEEDS, SPECS, GameSpec, game_spec
+from computer_env.realtimegym.keymap import action_to_key, key_to_action
+from computer_env.realtimegym.panel import PANEL_HEIGHT, Button, ControlPanel
+from computer_env.realtimegym.reference import ReferencePlayer
+from computer_env.realtimegym.toy import ScriptedGame, toy_factory
+
+__all__ = [
+    "GAMES", "LOADS", "MAX_TURNS", "PANEL_HEIGHT", "SEEDS", "SPECS",
+    "Button", "ControlPanel", "GameBackend", "GameCase", "GameComputerEnv", "GameFactory",
+    "GameSpec", "Pacing", "RealtimeGymBackend", "ReferencePlayer", "ScriptedGame", "TurnClock",
+    "TurnRecord", "action_to_key", "all_cases", "game_spec", "key_to_action",
+    "make_realtimegym_backend", "normalize_score", "realtimegym_available", "toy_factory",
+]

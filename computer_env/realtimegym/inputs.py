@@ -1,0 +1,40 @@
+"""Turning an agent's ``InputEvent`` into a game action (keys and panel clicks)."""
+
+from __future__ import annotations
+
+from computer_env.base import Click, Hotkey, KeyPress, TypeText, Wait
+from computer_env.realtimegym.keymap import key_to_action
+from computer_env.realtimegym.panel import ControlPanel
+
+
+def describe(event: object) -> str:
+    """A short human-readable description of an input event."""
+    if isinstance(event, KeyPress):
+        return f"key {event.key!r}"
+    if isinstance(event, Hotkey):
+        return f"hotkey {'+'.join(event.keys)}"
+    if isinstance(event, Click):
+        return f"click at ({event.x}, {event.y})"
+    if isinstance(event, TypeText):
+        return f"typed {event.text!r}"
+    if isinstance(event, Wait):
+        return f"wait {event.seconds:g}s"
+    kind = getattr(event, "kind", type(event).__name__)
+    return f"{kind} input"
+
+
+def input_to_action(event: object, game: str, panel: ControlPanel) -> str | None:
+    """The action an input plays, or None when it maps to nothing.
+
+    Keys (``KeyPress``, a one-key ``Hotkey``, or typing exactly one character) go through
+    :func:`key_to_action`; a left click on a panel button plays that button's action.
+    """
+    if isinstance(event, KeyPress):
+        return key_to_action(event.key, game)
+    if isinstance(event, Hotkey) and len(event.keys) == 1:
+        return key_to_action(event.keys[0], game)
+    if isinstance(event, TypeText) and len(event.text) == 1 and not event.press_enter:
+        return key_to_action(event.text, game)
+    if isinstance(event, Click) and event.button == "left":
+        return panel.action_at(event.x, event.y)
+    return None
