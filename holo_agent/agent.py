@@ -1,0 +1,212 @@
+"""``HoloComputerAgent``: the Holo3.1 structured-output agent loop over a ``ComputerEnv``.
+
+Each step: observe, send the conversation (system prompt with ``<output_format>``, task,
+observations with at most ``image_budget`` screenshots, parsed Step JSON as assistant turns,
+tool outputs as user turns), parse the Step, apply its tool call as an ``InputEvent`` scaled to
+the env's pixels, append the tool output. Malformed output is re-asked at most ``max_reasks``
+times per step, then the episode ends as ``malformed`` (a model failure). ``answer`` ends it
+(``INFEASIBLE...`` answers call ``env.finish(..., infeasible=True)``). See
+:mod:`holo_agent.conversation` for the exact layout.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any, Callable
+
+from computer_env.base import ComputerEnv
+from holo_agent.client import ChatClient, ChatResponse
+from holo_agent.conversation import Conversation
+from holo_agent.images import SentImage, prepare_image
+from holo_agent.prompt import build_system_prompt
+from holo_agent.records import StepRecord, Trajectory
+from holo_agent.recorder import Recorder
+from holo_agent.tools import (
+    AnswerTool,
+    Step,
+    StepParseError,
+    is_infeasible,
+    parse_step,
+    step_json_schema,
+    to_input_event,
+)
+
+log = logging.getLogger(__name__)
+
+
+def _usage_tokens(usage: dict[str, Any]) -> tuple[int | None, int | None, int | None]:
+    details = usage.get("completion_tokens_details") or {}
+    reasoning = details.get("reasoning_tokens", usage.get("reasoning_tokens"))
+    return usage.get("prompt_tokens"), usage.get("completion_tokens"), reasoning
+
+
+def _pixels(event: dict[str, Any]) -> dict[str, int | None] | None:
+    keys = [k for k in ("x", "y", "x1", "y1", "x2", "y2") if k in event]
+    return {k: event[k] for k in keys} or None
+
+
+class HoloComputerAgent:
+    """Runs Holo3.1 (or any OpenAI-compatible model speaking the Step format) on a ``ComputerEnv``.
+
+    ``backoff_base``/``backoff_max`` (seconds) tune the retry backoff of endpoint trouble.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        api_key: str | None = None,
+        temperature: float = 0.8,
+        reasoning_effort: str = "medium",
+        image_budget: int = 3,
+        max_image_width: int | None = None,
+        max_reasks: int = 2,
+        prompt: str = "default-v1",
+        request_timeout: float = 300,
+        max_retries: int = 4,
+        recorder: Recorder | None = None,
+        on_step: Callable[[StepRecord], None] | None = None,
+        backoff_base: float = 1.0,
+        backoff_max: float = 30.0,
+    ) -> None:
+        self.base_url = base_url
+        self.model = model
+        self.temperature = temperature
+        self.reasoning_effort = reasoning_effort
+        self.image_budget = image_budget
+        self.max_image_width = max_image_width
+        self.max_reasks = max_reasks
+        self.prompt_name = prompt
+        self.system_prompt = build_system_prompt(prompt)
+        self.schema = step_json_schema()
+        self.recorder = recorder
+        self.on_step = on_step
+        self._client = ChatClient(
+            base_url, api_key=api_key, timeout=request_timeout, max_retries=max_retries,
+            backoff_base=backoff_base, backoff_max=backoff_max,
+        )
+
+    def __repr__(self) -> str:
+        return f"HoloComputerAgent(base_url={self.base_url!r}, model={self.model!r})"
+
+    def close(self) -> None:
+        """Release the HTTP client."""
+        self._client.close()
+
+    def settings(self) -> dict[str, Any]:
+        """The agent settings recorded with each task (no secrets)."""
+        return {
+            "model": self.model, "base_url": self.base_url, "prompt": self.prompt_name,
+            "temperature": self.temperature, "reasoning_effort": self.reasoning_effort,
+            "image_budget": self.image_budget, "max_image_width": self.max_image_width,
+            "max_reasks": self.max_reasks,
+        }
+
+    def request_body(self, conv: Conversation) -> dict[str, Any]:
+        """The chat-completions body for the next turn."""
+        return {
+            "model": self.model,
+            "messages": conv.messages(),
+            "temperature": self.temperature,
+            "reasoning_effort": self.reasoning_effort,
+            "structured_outputs": {"json": self.schema},
+            "chat_template_kwargs": {"enable_thinking": True},
+        }
+
+    def _record(self, traj: Trajectory, rec: StepRecord) -> None:
+        traj.add(rec)
+        if self.recorder is not None:
+            self.recorder.record_step(rec)
+        if self.on_step is not None:
+            self.on_step(rec)
+
+    def _new_record(self, traj: Trajectory, step_i: int, reask: int, resp: ChatResponse,
+                    img: SentImage, shot: str | None) -> StepRecord:
+        prompt_t, completion_t, reasoning_t = _usage_tokens(resp.usage)
+        return StepRecord(
+            index=len(traj.steps), step=step_i, reask=reask, time=time.time(),
+            latency_s=resp.latency_s, attempts=resp.attempts, prompt_tokens=prompt_t,
+            completion_tokens=completion_t, reasoning_tokens=reasoning_t, screenshot=shot,
+            image_size=(img.width, img.height), env_size=(img.env_width, img.env_height),
+            reasoning=resp.reasoning,
+        )
+
+    def run(self, env: ComputerEnv, max_steps: int) -> Trajectory:
+        """Run one episode until an answer, ``max_steps`` Steps, malformed output or env end."""
+        instruction = env.instruction
+        traj = Trajectory(instruction=instruction)
+        conv = Conversation(self.system_prompt, instruction, self.image_budget)
+        if self.recorder is not None:
+            self.recorder.start(instruction, self.system_prompt, self.settings())
+        try:
+            self._loop(env, max_steps, conv, traj)
+        finally:
+            if self.recorder is not None and traj.end is not None:
+                self.recorder.finish(traj)
+        return traj
+
+    def _ask(self, conv: Conversation, traj: Trajectory, step_i: int, img: SentImage,
+             shot: str | None) -> tuple[Step | None, StepRecord]:
+        """Request a Step, re-asking on malformed output; (None, record) after too many."""
+        reask = 0
+        while True:
+            resp = self._client.complete(self.request_body(conv))
+            rec = self._new_record(traj, step_i, reask, resp, img, shot)
+            try:
+                step = parse_step(resp.content)
+            except StepParseError as exc:
+                rec.error = f"malformed output: {exc.reason}"
+                rec.raw_output = resp.content
+                if resp.finish_reason == "length":
+                    rec.error += " (finish_reason=length)"
+                self._record(traj, rec)
+                if reask >= self.max_reasks:
+                    return None, rec
+                reask += 1
+                conv.add_reask(exc.reason)
+                continue
+            rec.note, rec.thought = step.note, step.thought
+            rec.tool_call = step.tool_call.model_dump(mode="json")
+            return step, rec
+
+    def _loop(self, env: ComputerEnv, max_steps: int, conv: Conversation,
+              traj: Trajectory) -> None:
+        for step_i in range(max_steps):
+            img = prepare_image(env.observe(), self.max_image_width)
+            shot = None
+            if self.recorder is not None:
+                shot = self.recorder.save_screenshot(step_i, img.data, img.mime)
+            conv.add_observation(img.data, img.mime)
+            step, rec = self._ask(conv, traj, step_i, img, shot)
+            if step is None:
+                traj.end = "malformed"
+                traj.error = f"{rec.error} (after {self.max_reasks} re-asks)"
+                log.info("episode ended: %s", traj.error)
+                return
+            conv.add_step(step)
+            call = step.tool_call
+            if isinstance(call, AnswerTool):
+                infeasible = is_infeasible(call.content)
+                self._record(traj, rec)
+                env.finish(call.content, infeasible=infeasible)
+                traj.end = "infeasible" if infeasible else "answered"
+                traj.answer = call.content
+                return
+            event = to_input_event(call, img.env_width, img.env_height)
+            rec.event = event.model_dump(mode="json")
+            rec.pixel = _pixels(rec.event)
+            try:
+                result = env.step(event)
+            except Exception as exc:
+                rec.error = f"env error: {type(exc).__name__}: {exc}"
+                self._record(traj, rec)
+                raise
+            rec.tool_output = result.output
+            self._record(traj, rec)
+            conv.add_tool_output(call.tool_name, result.output)
+            if result.done:
+                traj.end = "env_done"
+                return
+        traj.end = "max_steps"

@@ -1,0 +1,51 @@
+"""Preparing the screenshot that is sent: its true size, and an optional downscale."""
+
+from __future__ import annotations
+
+import io
+import logging
+from dataclasses import dataclass
+
+from PIL import Image
+
+from computer_env.base import Observation
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class SentImage:
+    """The exact image sent to the model and the env screenshot it came from."""
+
+    data: bytes
+    mime: str
+    width: int
+    height: int
+    env_width: int
+    env_height: int
+
+
+def prepare_image(obs: Observation, max_width: int | None = None) -> SentImage:
+    """Return the image to send: the env's bytes untouched, or a proportional PNG downscale.
+
+    Sizes come from the decoded image, not from the observation's fields, so scaling always
+    refers to the exact pixels; a mismatch with ``obs.width``/``obs.height`` is logged.
+    """
+    with Image.open(io.BytesIO(obs.image)) as img:
+        w, h = img.size
+        if (w, h) != (obs.width, obs.height):
+            log.warning("observation says %dx%d but the image is %dx%d; using the image size",
+                        obs.width, obs.height, w, h)
+        if max_width is None or w <= max_width:
+            return SentImage(obs.image, obs.mime, w, h, w, h)
+        new_h = max(1, round(h * max_width / w))
+        small = img.convert("RGB").resize((max_width, new_h), Image.Resampling.LANCZOS)
+        buf = io.BytesIO()
+        small.save(buf, format="PNG")
+    return SentImage(buf.getvalue(), "image/png", max_width, new_h, w, h)
+
+
+def extension_for(mime: str) -> str:
+    """File extension for an image mime type."""
+    return {"image/png": ".png", "image/jpeg": ".jpg", "image/jpg": ".jpg",
+            "image/webp": ".webp", "image/gif": ".gif"}.get(mime.lower(), ".bin")

@@ -1,0 +1,103 @@
+"""Writes an episode to its task folder as it runs, so a killed run keeps what happened.
+
+Files in ``task_dir``:
+
+- ``agent.json``: instruction, model, prompt name, sampling settings (never the API key).
+- ``system_prompt.txt``: the exact system prompt sent.
+- ``step_NNN.<ext>``: the exact image bytes sent for observation NNN (extension from the mime).
+- ``traj.jsonl``: one JSON line per model turn (a ``StepRecord`` without its reasoning),
+  flushed and fsynced after each line.
+- ``reasoning.jsonl``: ``{"index", "step", "reasoning"}`` per model turn that returned reasoning.
+- ``trajectory.json``: how the episode ended and the totals (written at the end).
+
+Whole files are written atomically (temporary name, then rename).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from holo_agent.images import extension_for
+from holo_agent.records import StepRecord, Trajectory
+
+
+def atomic_write(path: Path, data: bytes | str) -> None:
+    """Write a whole file atomically (temp file in the same folder, fsync, rename)."""
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(raw)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _append_line(path: Path, obj: Any) -> None:
+    line = json.dumps(obj, ensure_ascii=False) + "\n"
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(line)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+class Recorder:
+    """Records one task's episode into ``task_dir`` (created if missing)."""
+
+    def __init__(self, task_dir: Path) -> None:
+        self.task_dir = Path(task_dir)
+        self.task_dir.mkdir(parents=True, exist_ok=True)
+        self.traj_path = self.task_dir / "traj.jsonl"
+        self.reasoning_path = self.task_dir / "reasoning.jsonl"
+
+    def start(self, instruction: str, system_prompt: str, meta: dict[str, Any]) -> None:
+        """Begin an episode: write the prompt and agent settings, clear old step lines."""
+        for old in (self.traj_path, self.reasoning_path):
+            old.unlink(missing_ok=True)
+        atomic_write(self.task_dir / "system_prompt.txt", system_prompt)
+        info = {"instruction": instruction, **meta}
+        atomic_write(self.task_dir / "agent.json", json.dumps(info, indent=2, ensure_ascii=False))
+
+    def save_screenshot(self, index: int, image: bytes, mime: str) -> str:
+        """Save the exact image bytes sent for observation ``index``; return the file name."""
+        name = f"step_{index:03d}{extension_for(mime)}"
+        atomic_write(self.task_dir / name, image)
+        return name
+
+    def record_step(self, record: StepRecord) -> None:
+        """Append one model turn to ``traj.jsonl`` (and its reasoning to ``reasoning.jsonl``)."""
+        _append_line(self.traj_path, record.model_dump(mode="json", exclude={"reasoning"}))
+        if record.reasoning:
+            _append_line(self.reasoning_path, {
+                "index": record.index, "step": record.step, "reasoning": record.reasoning,
+            })
+
+    def finish(self, trajectory: Trajectory) -> None:
+        """Write the episode summary (end, answer, error, totals)."""
+        summary = trajectory.model_dump(mode="json", exclude={"steps"})
+        summary["n_records"] = len(trajectory.steps)
+        atomic_write(self.task_dir / "trajectory.json",
+                     json.dumps(summary, indent=2, ensure_ascii=False))
+
+
+def read_traj(task_dir: Path) -> list[dict[str, Any]]:
+    """Read ``traj.jsonl``, skipping a truncated last line left by a killed run."""
+    path = Path(task_dir) / "traj.jsonl"
+    if not path.exists():
+        return []
+    rows = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return rows

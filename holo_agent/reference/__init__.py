@@ -1,0 +1,10 @@
+"""The reference endpoint: plays scripted Holo Steps and checks the agent-loop conventions."""
+
+from holo_agent.reference.conformance import Violation, check_request, extract_instruction
+from holo_agent.reference.faults import CONTENT_FAULTS, FaultPlan
+from holo_agent.reference.server import DONE_STEP, ReferenceEndpoint
+
+__all__ = [
+    "CONTENT_FAULTS", "DONE_STEP", "FaultPlan", "ReferenceEndpoint", "Violation",
+    "check_request", "extract_instruction",
+]

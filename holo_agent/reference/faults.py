@@ -1,0 +1,102 @@
+"""Fault injection for the reference endpoint.
+
+A spec is a comma-separated list of ``name=value``:
+
+- ``status=CODE:N``: answer the next N chat requests with HTTP CODE (e.g. ``status=503:2``).
+- ``retry_after=S``: send ``Retry-After: S`` with those status answers.
+- ``drop=N``: close the connection without answering, N times.
+- ``delay=S`` or ``delay=S:N``: wait S seconds before answering (every request, or the next N).
+- content faults, N times each: ``malformed`` (invalid JSON), ``schema`` (valid JSON, not a
+  Step), ``list_coords`` (``"x": [a, b]``), ``range_coords`` (``"x": "a-b"``), ``out_of_range``
+  (``"x": 1500``), ``empty`` (empty content).
+
+Counts are numbers of chat requests affected; a request consumes at most one content fault.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+
+CONTENT_FAULTS: tuple[str, ...] = (
+    "malformed", "schema", "list_coords", "range_coords", "out_of_range", "empty",
+)
+
+
+@dataclass
+class FaultDecision:
+    """What to do with one request."""
+
+    status: int | None = None
+    retry_after: float | None = None
+    drop: bool = False
+    delay: float = 0.0
+    content: str | None = None
+
+
+@dataclass
+class FaultPlan:
+    """Remaining faults; :meth:`next` consumes them one request at a time (thread-safe)."""
+
+    status_code: int = 503
+    status_left: int = 0
+    retry_after: float | None = None
+    drop_left: int = 0
+    delay: float = 0.0
+    delay_left: int | None = None
+    content_left: dict[str, int] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @classmethod
+    def parse(cls, spec: str | None) -> "FaultPlan":
+        """Parse a spec string; raises ValueError naming the bad item."""
+        plan = cls()
+        for item in (spec or "").split(","):
+            item = item.strip()
+            if not item:
+                continue
+            name, sep, value = item.partition("=")
+            name = name.strip()
+            try:
+                if not sep:
+                    raise ValueError("missing '='")
+                if name == "status":
+                    code, _, n = value.partition(":")
+                    plan.status_code, plan.status_left = int(code), int(n or 1)
+                elif name == "retry_after":
+                    plan.retry_after = float(value)
+                elif name == "drop":
+                    plan.drop_left = int(value)
+                elif name == "delay":
+                    secs, _, n = value.partition(":")
+                    plan.delay, plan.delay_left = float(secs), (int(n) if n else None)
+                elif name in CONTENT_FAULTS:
+                    plan.content_left[name] = int(value)
+                else:
+                    raise ValueError("unknown fault")
+            except ValueError as exc:
+                raise ValueError(f"bad fault spec item {item!r}: {exc}") from None
+        return plan
+
+    def next(self) -> FaultDecision:
+        """The faults applied to the next request (consumes them)."""
+        d = FaultDecision()
+        with self._lock:
+            if self.delay > 0 and (self.delay_left is None or self.delay_left > 0):
+                d.delay = self.delay
+                if self.delay_left is not None:
+                    self.delay_left -= 1
+            if self.drop_left > 0:
+                self.drop_left -= 1
+                d.drop = True
+                return d
+            if self.status_left > 0:
+                self.status_left -= 1
+                d.status, d.retry_after = self.status_code, self.retry_after
+                return d
+            for name in CONTENT_FAULTS:
+                if self.content_left.get(name, 0) > 0:
+                    self.content_left[name] -= 1
+                    d.content = name
+                    break
+        return d

@@ -1,0 +1,279 @@
+"""``ReferenceEndpoint``: an OpenAI-compatible server that plays scripted Holo Steps.
+
+It is a harness check, not a model: ``/v1/models`` reports ``reference-policy`` with metadata
+``{"harness_check": true}``. For each ``POST /v1/chat/completions`` it
+
+1. checks the request against the agent-loop conventions (:mod:`.conformance`); a broken rule
+   is answered HTTP 400 naming the rule; an unknown model name is answered 404;
+2. applies injected faults (:mod:`.faults`);
+3. identifies the task from the first user message's ``<task>`` block and the step index as the
+   number of assistant turns already in the conversation. A re-ask adds no assistant turn, so it
+   gets the same step again (the scripted step, now without the injected fault);
+4. answers ``policy(instruction, step_index, request)`` when a policy is given and returns a
+   Step, else ``solutions[instruction][step_index]``, else ``answer("DONE")``;
+   with ``usage`` (plausible token counts) and a ``reasoning_content``.
+
+``POST /admin/faults`` with ``{"spec": "..."}`` sets faults from another process.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import socket
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable
+
+from holo_agent.reference.conformance import check_request, count_images, extract_instruction
+from holo_agent.reference.faults import FaultPlan
+from holo_agent.tools import StepParseError, parse_step
+
+log = logging.getLogger(__name__)
+
+Policy = Callable[[str, int, dict], "dict | None"]
+DONE_STEP: dict[str, Any] = {
+    "note": None, "thought": "The scripted solution is finished.",
+    "tool_call": {"tool_name": "answer", "content": "DONE"},
+}
+
+
+def _bad_content(kind: str, step: dict[str, Any]) -> str:
+    """Model output broken in the way fault ``kind`` describes."""
+    click = {"note": None, "thought": "click it", "tool_call": {
+        "tool_name": "click", "element": "the button", "x": 500, "y": 500}}
+    if kind == "malformed":
+        return json.dumps(step)[:-7]
+    if kind == "schema":
+        return json.dumps({"thought": "no tool", "tool_call": {"tool_name": "teleport"}})
+    if kind == "list_coords":
+        click["tool_call"]["x"] = [480, 520]
+    elif kind == "range_coords":
+        click["tool_call"]["x"] = "480-520"
+    elif kind == "out_of_range":
+        click["tool_call"]["x"] = 1500
+    elif kind == "empty":
+        return ""
+    return json.dumps(click)
+
+
+def _validate_solutions(solutions: dict[str, list[dict]]) -> None:
+    for instruction, steps in solutions.items():
+        for i, step in enumerate(steps):
+            try:
+                parse_step(json.dumps(step))
+            except StepParseError as exc:
+                raise ValueError(f"solution for {instruction[:60]!r} step {i}: {exc}") from None
+
+
+class ReferenceEndpoint:
+    """The reference-policy endpoint; ``start()`` returns the base URL (ending in ``/v1``)."""
+
+    def __init__(
+        self,
+        solutions: dict[str, list[dict]] | None = None,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        policy: Policy | None = None,
+        faults: str | None = None,
+        model_name: str = "reference-policy",
+        image_budget: int = 3,
+        require_api_key: str | None = None,
+    ) -> None:
+        self.solutions = dict(solutions or {})
+        _validate_solutions(self.solutions)
+        self.host, self.port = host, port
+        self.policy = policy
+        self.model_name = model_name
+        self.image_budget = image_budget
+        self._api_key = require_api_key
+        self._faults = FaultPlan.parse(faults)
+        self._lock = threading.Lock()
+        self.requests_seen: list[dict[str, Any]] = []
+        self.responses_sent: list[dict[str, Any]] = []
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    def __repr__(self) -> str:
+        where = self.url if self._server is not None else "not started"
+        return f"ReferenceEndpoint({where})"
+
+    @property
+    def url(self) -> str:
+        """Base URL (``http://host:port/v1``); valid after ``start()``."""
+        if self._server is None:
+            raise RuntimeError("ReferenceEndpoint is not started")
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    def set_faults(self, spec: str | None) -> None:
+        """Replace the pending faults with a new spec."""
+        plan = FaultPlan.parse(spec)
+        with self._lock:
+            self._faults = plan
+
+    def start(self) -> str:
+        """Bind and serve in a background thread; return the base URL."""
+        if self._server is None:
+            handler = type("Handler", (_Handler,), {"endpoint": self})
+            self._server = ThreadingHTTPServer((self.host, self.port), handler)
+            self._server.daemon_threads = True
+            self._thread = threading.Thread(target=self._server.serve_forever,
+                                            name="reference-endpoint", daemon=True)
+            self._thread.start()
+            log.info("reference endpoint serving at %s", self.url)
+        return self.url
+
+    def stop(self) -> None:
+        """Stop serving and release the port."""
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            if self._thread is not None:
+                self._thread.join(timeout=10)
+            self._server = None
+
+    def __enter__(self) -> "ReferenceEndpoint":
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def models_payload(self) -> dict[str, Any]:
+        """The ``/v1/models`` answer."""
+        return {"object": "list", "data": [{
+            "id": self.model_name, "object": "model", "owned_by": "holo-bench",
+            "metadata": {"harness_check": True, "kind": "reference-policy",
+                         "description": "Plays scripted reference solutions; a harness check, "
+                                        "not a model score."},
+        }]}
+
+    def next_step(self, body: dict[str, Any]) -> tuple[dict[str, Any], int, str]:
+        """(Step dict, step index, instruction) for a conforming request."""
+        messages = body["messages"]
+        instruction = extract_instruction(messages) or ""
+        index = sum(m.get("role") == "assistant" for m in messages)
+        step = self.policy(instruction, index, body) if self.policy else None
+        if step is None:
+            steps = self.solutions.get(instruction, [])
+            step = steps[index] if index < len(steps) else DONE_STEP
+        return step, index, instruction
+
+    def completion(self, body: dict[str, Any], content_fault: str | None) -> dict[str, Any]:
+        """Build the chat completion for a conforming request."""
+        step, index, instruction = self.next_step(body)
+        content = json.dumps(step, ensure_ascii=False)
+        if content_fault:
+            content = _bad_content(content_fault, step)
+        tool = step.get("tool_call", {}).get("tool_name")
+        reasoning = (f"Reference policy, step {index} of the scripted solution for this task: "
+                     f"{tool}." + (f" (injected fault: {content_fault})" if content_fault else ""))
+        text_chars = sum(len(json.dumps(m.get("content"))) for m in body["messages"])
+        reasoning_t = max(1, len(reasoning) // 4)
+        prompt_t = text_chars // 4 + 1200 * count_images(body["messages"])
+        completion_t = max(1, len(content) // 4) + reasoning_t
+        return {
+            "id": f"chatcmpl-ref-{len(self.requests_seen)}", "object": "chat.completion",
+            "created": int(time.time()), "model": self.model_name,
+            "choices": [{"index": 0, "finish_reason": "stop", "message": {
+                "role": "assistant", "content": content, "reasoning_content": reasoning}}],
+            "usage": {"prompt_tokens": prompt_t, "completion_tokens": completion_t,
+                      "total_tokens": prompt_t + completion_t,
+                      "completion_tokens_details": {"reasoning_tokens": reasoning_t}},
+        }
+
+
+class _Handler(BaseHTTPRequestHandler):
+    endpoint: ReferenceEndpoint
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, fmt: str, *args: Any) -> None:
+        log.debug("reference endpoint: " + fmt, *args)
+
+    def _send(self, code: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
+        data = json.dumps(payload).encode("utf-8")
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _error(self, code: int, message: str, **extra: Any) -> None:
+        self._send(code, {"error": {"message": message, "code": code, **extra}})
+
+    def _body(self) -> dict[str, Any] | None:
+        length = int(self.headers.get("Content-Length") or 0)
+        try:
+            data = json.loads(self.rfile.read(length) or b"{}")
+        except json.JSONDecodeError as exc:
+            self._error(400, f"request body is not JSON: {exc.msg}")
+            return None
+        if not isinstance(data, dict):
+            self._error(400, "request body must be a JSON object")
+            return None
+        return data
+
+    def do_GET(self) -> None:  # noqa: N802 - http.server naming
+        if self.path.rstrip("/") in ("/v1/models", "/models"):
+            self._send(200, self.endpoint.models_payload())
+        elif self.path.rstrip("/") in ("/health", "/v1/health"):
+            self._send(200, {"status": "ok"})
+        else:
+            self._error(404, f"no route {self.path}")
+
+    def do_POST(self) -> None:  # noqa: N802
+        ep = self.endpoint
+        body = self._body()
+        if body is None:
+            return
+        if self.path.rstrip("/") == "/admin/faults":
+            try:
+                ep.set_faults(body.get("spec"))
+            except ValueError as exc:
+                self._error(400, str(exc))
+                return
+            self._send(200, {"ok": True, "spec": body.get("spec")})
+            return
+        if self.path.rstrip("/") not in ("/v1/chat/completions", "/chat/completions"):
+            self._error(404, f"no route {self.path}")
+            return
+        if ep._api_key is not None and self.headers.get("Authorization") != f"Bearer {ep._api_key}":
+            self._error(401, "missing or wrong API key")
+            return
+        with ep._lock:
+            ep.requests_seen.append(body)
+            decision = ep._faults.next()
+        if decision.delay:
+            time.sleep(decision.delay)
+        if decision.drop:
+            self.close_connection = True
+            try:
+                self.connection.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            return
+        if decision.status:
+            headers = {}
+            if decision.retry_after is not None:
+                headers["Retry-After"] = f"{decision.retry_after:g}"
+            self._send(decision.status, {"error": {"message": "injected fault",
+                                                   "code": decision.status}}, headers)
+            return
+        if body.get("model") != ep.model_name:
+            self._error(404, f"The model `{body.get('model')}` does not exist; this endpoint "
+                             f"serves {ep.model_name!r}.")
+            return
+        violation = check_request(body, ep.image_budget)
+        if violation is not None:
+            log.warning("reference endpoint rejected a request: %s", violation)
+            self._error(400, str(violation), rule=violation.rule, type="BadRequestError")
+            return
+        payload = ep.completion(body, decision.content)
+        with ep._lock:
+            ep.responses_sent.append(payload)
+        self._send(200, payload)
