@@ -1,0 +1,188 @@
+"""The report plugin end to end: a tiny synthetic suite run by ``pytester`` (in-process and with
+``-n 2``), its HTML report opened in a real headless Chromium.
+
+The inner suite's conftest plays the part of the suite's main plugin: it writes each case's
+``result.json`` and ``replay.html`` and attaches the TaskResult to ``report.user_properties``.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import shutil
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+import pytest
+
+from fixtures.results import load_results
+from fixtures.summary import REFERENCE_BANNER, Summary, summarize
+
+pytest_plugins = ["pytester"]
+
+SECRET = "sk-test-9f8e7d6c5b4a39281706"
+CHROMIUM = "/usr/bin/chromium"
+
+CONFTEST = r'''
+import pytest
+from pathlib import Path
+from fixtures.redact import register_secret
+from fixtures.report import ReportPlugin, task_result_property
+from fixtures.results import TaskResult, Versions, task_dir, write_result
+
+RUN_DIR = Path(__RUN_DIR__)
+register_secret(__SECRET__)
+
+
+def pytest_configure(config):
+    if not hasattr(config, "workerinput"):
+        config.pluginmanager.register(ReportPlugin(RUN_DIR, reference_policy=True), "bench-report")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    rep = outcome.get_result()
+    spec = getattr(item, "callspec", None) and item.callspec.params.get("spec")
+    if spec is None or rep.when != "call":
+        return
+    domain, task_id = spec["case_id"].split("/", 1)
+    result = TaskResult(
+        benchmark="osworld", case_id=spec["case_id"], domain=domain, task_id=task_id,
+        instruction=spec.get("instruction", ""), outcome=spec["outcome"], score=spec["score"],
+        threshold=1.0, message=spec.get("message", ""), steps=spec.get("steps", 0),
+        infra_category=spec.get("infra"), infra_reason=spec.get("reason"),
+        versions=Versions(model="Org/Model-1"), reference_policy=True,
+    )
+    folder = task_dir(RUN_DIR, "Org/Model-1", result.case_id)
+    write_result(folder, result)
+    (folder / "replay.html").write_text(f"<title>replay {task_id}</title><h1>{task_id}</h1>")
+    rep.user_properties.append(task_result_property(result))
+'''
+
+TESTS = r'''
+import pytest
+
+SPECS = [
+    dict(case_id="chrome/aa11", outcome="passed", score=1.0, steps=4),
+    dict(case_id="chrome/bb22", outcome="failed", score=0.0, steps=15,
+         message="wrong tab <b>open</b>", instruction="<img src=x onerror=alert(1)>"),
+    dict(case_id="libreoffice_calc/cc33", outcome="passed", score=1.0, steps=9),
+    dict(case_id="os/dd44", outcome="unscored", score=None, infra="network",
+         reason="proxy down <script>alert(1)</script>"),
+    dict(case_id="text_editor/ee55", outcome="failed", score=0.5, steps=20),
+]
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=[s["case_id"] for s in SPECS])
+def test_case(spec):
+    print("endpoint key was __SECRET_TEXT__")
+    if spec["outcome"] == "unscored":
+        pytest.xfail(f"unscored [{spec['infra']}] {spec['reason']}")
+    assert spec["outcome"] == "passed", spec.get("message")
+
+
+def test_plain():
+    pass
+'''
+
+
+def make_suite(pytester: pytest.Pytester) -> Path:
+    run_dir = pytester.path / "results" / "run1"
+    pytester.makeconftest(
+        CONFTEST.replace("__RUN_DIR__", repr(str(run_dir))).replace("__SECRET__", repr(SECRET))
+    )
+    pytester.makepyfile(test_suite=TESTS.replace("__SECRET_TEXT__", SECRET))
+    return run_dir
+
+
+def report_rows(report: Path) -> dict[str, list[str]]:
+    """testId -> the table cells pytest-html stored for that row (from its JSON data blob)."""
+    text = report.read_text()
+    blob = re.search(r'data-jsonblob="([^"]*)"', text)
+    assert blob, "no data blob in the report"
+    data = json.loads(html.unescape(blob.group(1)))
+    rows: dict[str, list[str]] = {}
+    for tests in data["tests"].values():
+        for test in tests:
+            cells = test["resultsTableRow"]
+            test_id = re.sub(r"<[^>]+>", "", cells[1])
+            rows[test_id] = cells
+    return rows
+
+
+def check_run(pytester: pytest.Pytester, run_dir: Path, *args: str) -> Path:
+    report = pytester.path / "out" / "report.html"
+    result = pytester.runpytest("--html", str(report), "-p", "no:cacheprovider", *args)
+    result.assert_outcomes(passed=3, failed=2, xfailed=1)
+    result.stdout.fnmatch_lines(["*benchmark summary*", f"*{REFERENCE_BANNER}*",
+                                 "*mean score 62.5%*"])
+    # summary.json is exactly what the result files on disk give
+    on_disk = summarize(load_results(run_dir), reference_policy=True)
+    assert Summary.model_validate_json((run_dir / "summary.json").read_text()) == on_disk
+    assert on_disk.total == 5 and on_disk.unscored == 1 and on_disk.by_infra_category == {
+        "network": 1}
+    rows = report_rows(report)
+    cells = {k.split("[")[-1].rstrip("]"): v for k, v in rows.items() if "[" in k}
+    assert len(cells) == 5, "user_properties did not reach the controller for every case"
+    assert ">1.000<" in cells["chrome/aa11"][2] and ">4<" in cells["chrome/aa11"][3]
+    assert ">unscored<" in cells["os/dd44"][2]
+    assert "&lt;script&gt;" in cells["os/dd44"][4] and "<script>" not in cells["os/dd44"][4]
+    assert 'href="../results/run1/Org_Model-1/chrome/aa11/replay.html"' in cells["chrome/aa11"][5]
+    plain = next(v for k, v in rows.items() if k.endswith("test_plain"))
+    assert len(plain) == len(cells["chrome/aa11"])
+    text = report.read_text()
+    for path in [report, *run_dir.rglob("*")]:
+        if path.is_file():
+            assert SECRET not in path.read_text(errors="replace"), path
+    assert "<img src=x" not in text
+    return report
+
+
+def test_report_in_process_and_browser(pytester: pytest.Pytester, tmp_path: Path) -> None:
+    run_dir = make_suite(pytester)
+    report = check_run(pytester, run_dir)
+    shot = tmp_path / "report.png"
+    look_in_browser(report, shot)
+    assert shot.stat().st_size > 10_000
+
+
+def test_report_with_xdist(pytester: pytest.Pytester) -> None:
+    run_dir = make_suite(pytester)
+    check_run(pytester, run_dir, "-n", "2")
+
+
+def look_in_browser(report: Path, shot: Path) -> None:
+    """Open the report in headless Chromium: summary, chart, columns, replay links."""
+    if not Path(CHROMIUM).exists() or shutil.which("chromium") is None:
+        pytest.skip("Chromium is not installed")
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(
+            executable_path=CHROMIUM,
+            args=["--no-sandbox", "--disable-gpu", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update",
+                  "--disable-sync"],
+        )
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 1600})
+            page.goto(report.as_uri())
+            page.wait_for_selector("#results-table tbody.results-table-row td.col-score",
+                                   timeout=15_000)
+            assert REFERENCE_BANNER in page.inner_text(".bench-banner")
+            assert "Mean score" in page.inner_text(".bench-headline")
+            assert page.locator("svg.score-chart").count() == 2
+            assert page.locator("svg.score-chart rect.bar").count() >= 4
+            headers = page.locator("#results-table-head th").all_inner_texts()
+            for name in ("Score", "Steps", "Infra reason", "Replay"):
+                assert name in headers
+            hrefs = page.eval_on_selector_all(".col-replay a", "els => els.map(e => e.href)")
+            assert len(hrefs) == 5
+            for href in hrefs:
+                assert Path(unquote(urlparse(href).path)).is_file(), href
+            page.screenshot(path=str(shot), full_page=True)
+            page.goto(hrefs[0])
+            assert page.title().startswith("replay ")
+        finally:
+            browser.close()
