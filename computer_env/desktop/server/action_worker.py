@@ -1,0 +1,63 @@
+"""The persistent pyautogui interpreter: a child process that runs code blocks on request.
+
+Protocol (one JSON object a line): the parent writes ``{"code": "..."}`` on stdin; the worker
+answers ``{"status", "output", "error", "returncode"}`` on its original stdout. ``pyautogui`` is
+imported once; every block gets a fresh namespace with ``pyautogui`` and ``time``, and
+``pyautogui.PAUSE = 0`` / ``FAILSAFE = False`` are restored before each block.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import sys
+import time
+import traceback
+from contextlib import redirect_stderr, redirect_stdout
+from typing import Any
+
+
+def _run_block(code: str, pyautogui: Any) -> dict[str, Any]:
+    pyautogui.PAUSE = 0
+    pyautogui.FAILSAFE = False
+    namespace: dict[str, Any] = {"__name__": "__main__", "pyautogui": pyautogui, "time": time}
+    out, err = io.StringIO(), io.StringIO()
+    returncode = 0
+    try:
+        compiled = compile(code, "<actions>", "exec")
+        with redirect_stdout(out), redirect_stderr(err):
+            exec(compiled, namespace)  # noqa: S102 - running the agent's code is the point
+    except SystemExit as exc:
+        returncode = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    except BaseException as exc:  # noqa: BLE001 - report anything the code raised
+        tb = exc.__traceback__.tb_next if exc.__traceback__ else None  # drop this frame
+        err.write("".join(traceback.format_exception(type(exc), exc, tb)))
+        returncode = 1
+    return {
+        "status": "success" if returncode == 0 else "error",
+        "output": out.getvalue(),
+        "error": err.getvalue(),
+        "returncode": returncode,
+    }
+
+
+def main() -> None:
+    """Serve code blocks until stdin closes."""
+    channel = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    os.dup2(2, 1)  # stray C-level writes must not corrupt the protocol
+    sys.stdout = sys.stderr
+    import pyautogui
+
+    channel.write(json.dumps({"ready": True}) + "\n")
+    channel.flush()
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        request = json.loads(line)
+        channel.write(json.dumps(_run_block(request["code"], pyautogui)) + "\n")
+        channel.flush()
+
+
+if __name__ == "__main__":
+    main()

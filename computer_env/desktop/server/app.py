@@ -1,0 +1,62 @@
+"""The Flask application: authentication, JSON errors, and the route modules."""
+
+from __future__ import annotations
+
+import hmac
+import logging
+
+from flask import Flask, Response, request
+from werkzeug.exceptions import HTTPException
+
+from computer_env.desktop.server.http import RequestError, error_response
+from computer_env.desktop.server.state import ServerConfig, ServerState
+
+logger = logging.getLogger(__name__)
+
+
+def create_app(config: ServerConfig) -> Flask:
+    """Build the server app for ``config``; ``app.extensions['desktop_server']`` is its state."""
+    from computer_env.desktop.server import (
+        routes_a11y,
+        routes_exec,
+        routes_files,
+        routes_input,
+        routes_screen,
+        routes_windows,
+    )
+
+    app = Flask("computer_env.desktop.server")
+    app.json.sort_keys = False  # type: ignore[attr-defined]
+    app.extensions["desktop_server"] = ServerState(config)
+    expected = f"Bearer {config.token}".encode()
+
+    @app.before_request
+    def _authenticate() -> tuple[Response, int] | None:
+        given = request.headers.get("Authorization", "").encode()
+        if not hmac.compare_digest(given, expected):
+            return error_response(403, "missing or wrong bearer token")
+        return None
+
+    @app.errorhandler(RequestError)
+    def _request_error(exc: RequestError) -> tuple[Response, int]:
+        return error_response(exc.status, exc.message)
+
+    @app.errorhandler(HTTPException)
+    def _http_error(exc: HTTPException) -> tuple[Response, int]:
+        code = exc.code or 500
+        if code == 404:
+            return error_response(404, f"no such endpoint: {request.method} {request.path}")
+        if code == 405:
+            return error_response(405, f"method {request.method} not allowed on {request.path}")
+        return error_response(code, exc.description or exc.name)
+
+    @app.errorhandler(Exception)
+    def _unexpected(exc: Exception) -> tuple[Response, int]:
+        logger.exception("%s %s failed", request.method, request.path)
+        return error_response(500, f"internal error: {type(exc).__name__}: {exc}")
+
+    for module in (routes_exec, routes_screen, routes_files, routes_windows, routes_a11y):
+        app.register_blueprint(module.bp)
+    if config.extras:
+        app.register_blueprint(routes_input.bp)
+    return app

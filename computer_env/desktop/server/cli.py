@@ -1,0 +1,99 @@
+"""Command line: parse options, read the token, serve until SIGTERM/SIGINT, then clean up."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import sys
+import threading
+from pathlib import Path
+from types import FrameType
+
+logger = logging.getLogger("computer_env.desktop.server")
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m computer_env.desktop.server",
+        description="OSWorld-compatible guest server for a desktop (token-protected).",
+    )
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    p.add_argument("--port", type=int, default=5000, help="port to listen on (0 = any free port)")
+    p.add_argument("--token-file", type=Path, help="file holding the bearer token "
+                   "(else env DESKTOP_SERVER_TOKEN)")
+    p.add_argument("--port-file", type=Path, help="write the bound port here once listening")
+    p.add_argument("--osworld-only", action="store_true",
+                   help="serve only OSWorld's API (no /capabilities, /actions, /type), "
+                   "like an upstream VM")
+    p.add_argument("--no-warm", action="store_true",
+                   help="do not pre-start the pyautogui interpreter")
+    p.add_argument("--log-level", default=os.environ.get("DESKTOP_SERVER_LOG", "INFO"))
+    return p
+
+
+def _read_token(path: Path | None) -> str | None:
+    if path is not None:
+        token = path.read_text().strip()
+    else:
+        token = os.environ.get("DESKTOP_SERVER_TOKEN", "").strip()
+    return token or None
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Serve until told to stop; returns the exit status."""
+    args = _parser().parse_args(argv)
+    logging.basicConfig(
+        level=args.log_level.upper(),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    try:
+        token = _read_token(args.token_file)
+    except OSError as exc:
+        print(f"cannot read the token file: {exc}", file=sys.stderr)
+        return 2
+    if token is None:
+        print("no token: pass --token-file or set DESKTOP_SERVER_TOKEN", file=sys.stderr)
+        return 2
+    os.environ.pop("DESKTOP_SERVER_TOKEN", None)  # children must not see it
+
+    from werkzeug.serving import make_server
+
+    from computer_env.desktop.server.app import create_app
+    from computer_env.desktop.server.state import ServerConfig
+
+    config = ServerConfig(
+        token=token,
+        home=Path.home(),
+        display=os.environ.get("DISPLAY"),
+        extras=not args.osworld_only,
+    )
+    app = create_app(config)
+    state = app.extensions["desktop_server"]
+    state.procs.become_subreaper()
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)
+    server = make_server(args.host, args.port, app, threaded=True)
+    port = server.server_port
+    if args.port_file is not None:
+        tmp = args.port_file.with_suffix(".tmp")
+        tmp.write_text(str(port))
+        tmp.replace(args.port_file)
+    logger.info("listening on http://%s:%d (display %s)", args.host, port, config.display)
+
+    def _stop(signum: int, _frame: FrameType | None) -> None:
+        logger.info("signal %d: shutting down", signum)
+        threading.Thread(target=server.shutdown, daemon=True).start()
+
+    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGINT, _stop)
+    if config.extras and not args.no_warm and config.display:
+        threading.Thread(target=state.actions.warm, name="warm-actions", daemon=True).start()
+    try:
+        server.serve_forever()
+    finally:
+        server.server_close()
+        state.close()
+        logger.info("stopped")
+    return 0

@@ -1,0 +1,58 @@
+"""This server's extras (absent on upstream OSWorld VMs): /capabilities, /actions, /type."""
+
+from __future__ import annotations
+
+from flask import Blueprint, Response, jsonify
+
+from computer_env.desktop.server.http import body, error_response, field_number, field_str
+from computer_env.desktop.server.state import VERSION, state
+
+bp = Blueprint("input", __name__)
+
+
+@bp.get("/capabilities")
+def capabilities() -> Response:
+    """What a client may use beyond OSWorld's API."""
+    from computer_env.desktop.server.screenshot import FORMATS
+
+    return jsonify(
+        {
+            "fast_actions": True,
+            "type_text": True,
+            "formats": list(FORMATS),
+            "version": VERSION,
+        }
+    )
+
+
+@bp.post("/actions")
+def actions() -> Response | tuple[Response, int]:
+    """``{code, timeout?}``: pyautogui code in the persistent interpreter ->
+    ``{status, output, error, returncode}``."""
+    from computer_env.desktop.server.actions import WorkerError
+
+    data = body()
+    code = field_str(data, "code")
+    timeout = field_number(data, "timeout", 120.0, low=0.1, high=3600)
+    try:
+        return jsonify(state().actions.run(code or "", timeout=timeout))
+    except WorkerError as exc:
+        return error_response(500, str(exc))
+
+
+@bp.post("/type")
+def type_text() -> Response | tuple[Response, int]:
+    """``{text, delay_ms?}``: type Unicode text into the focused window (xdotool)."""
+    from computer_env.desktop.server.text_input import TypingError
+    from computer_env.desktop.server.text_input import type_text as xdotool_type
+
+    data = body()
+    text = data.get("text")
+    if not isinstance(text, str) or text == "":
+        return error_response(400, "field 'text' is required (a non-empty string)")
+    delay = int(field_number(data, "delay_ms", 12, low=0, high=1000))
+    try:
+        xdotool_type(text, delay_ms=delay)
+    except TypingError as exc:
+        return error_response(500, str(exc))
+    return jsonify({"status": "success", "typed": len(text)})

@@ -1,0 +1,100 @@
+"""Everything one running guest server owns; created once, shared by the routes."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from computer_env.desktop.server.procs import ChildProcesses
+
+if TYPE_CHECKING:
+    from computer_env.desktop.server.actions import ActionInterpreter
+    from computer_env.desktop.server.recording import Recorder
+    from computer_env.desktop.server.screenshot import ScreenGrabber
+    from computer_env.desktop.server.windows import XQueries
+
+VERSION = "1.0"
+
+
+@dataclass
+class ServerConfig:
+    """How the server was started (see ``python -m computer_env.desktop.server --help``)."""
+
+    token: str
+    home: Path = field(default_factory=Path.home)
+    display: str | None = None
+    extras: bool = True  # /capabilities, /actions, /type; False mimics an upstream OSWorld VM
+    recording_path: Path | None = None
+
+
+class ServerState:
+    """The server's long-lived parts, built lazily so that start-up stays fast."""
+
+    def __init__(self, config: ServerConfig) -> None:
+        self.config = config
+        self.procs = ChildProcesses(cwd=config.home)
+        self._lock = threading.Lock()
+        self._screen: ScreenGrabber | None = None
+        self._actions: ActionInterpreter | None = None
+        self._recorder: Recorder | None = None
+        self._xq: XQueries | None = None
+
+    @property
+    def screen(self) -> "ScreenGrabber":
+        with self._lock:
+            if self._screen is None:
+                from computer_env.desktop.server.screenshot import ScreenGrabber
+
+                self._screen = ScreenGrabber(self.config.display)
+            return self._screen
+
+    @property
+    def x(self) -> "XQueries":
+        with self._lock:
+            if self._xq is None:
+                from computer_env.desktop.server.windows import XQueries
+
+                self._xq = XQueries(self.config.display)
+            return self._xq
+
+    @property
+    def actions(self) -> "ActionInterpreter":
+        with self._lock:
+            if self._actions is None:
+                from computer_env.desktop.server.actions import ActionInterpreter
+
+                self._actions = ActionInterpreter(self.procs, cwd=self.config.home)
+            return self._actions
+
+    @property
+    def recorder(self) -> "Recorder":
+        with self._lock:
+            if self._recorder is None:
+                from computer_env.desktop.server.recording import Recorder
+
+                path = self.config.recording_path or Path("/tmp/desktop-recording.mp4")
+                self._recorder = Recorder(self.procs, self.config.display, path)
+            return self._recorder
+
+    def close(self) -> None:
+        """Stop the interpreter, the recording and every child process."""
+        with self._lock:
+            actions, recorder, screen, xq = self._actions, self._recorder, self._screen, self._xq
+        if recorder is not None:
+            recorder.abort()
+        if actions is not None:
+            actions.close()
+        if screen is not None:
+            screen.close()
+        if xq is not None:
+            xq.close()
+        self.procs.close()
+
+
+def state() -> ServerState:
+    """The :class:`ServerState` of the app serving the current request."""
+    from flask import current_app
+
+    return current_app.extensions["desktop_server"]

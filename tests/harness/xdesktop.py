@@ -1,0 +1,157 @@
+"""Test helper: a bare X desktop (Xvfb + openbox, optionally a D-Bus session for AT-SPI).
+
+``with XDesktop() as desk:`` picks a free display number (Xvfb ``-displayfd``), waits until the
+window manager answers, and on exit kills every process group it started. ``desk.env`` is an
+environment for programs that should run on it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import shutil
+import signal
+import subprocess
+import time
+from typing import Any
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:
+    ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
+def _read_line(fd: int, timeout: float, what: str) -> str:
+    import select
+
+    deadline = time.monotonic() + timeout
+    data = b""
+    while not data.endswith(b"\n"):
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([fd], [], [], left)[0]:
+            raise TimeoutError(f"gave up after {timeout:g} s waiting for {what}")
+        chunk = os.read(fd, 4096)
+        if not chunk:
+            raise RuntimeError(f"{what}: the process exited before answering")
+        data += chunk
+    return data.decode().strip()
+
+
+class XDesktop:
+    """Xvfb + openbox on a free display; with ``a11y=True`` also a private D-Bus session."""
+
+    def __init__(self, width: int = 1280, height: int = 720, *, a11y: bool = False) -> None:
+        self.width, self.height, self.a11y = width, height, a11y
+        self.display = ""
+        self.env: dict[str, str] = {}
+        self._procs: list[subprocess.Popen[bytes]] = []
+
+    def _spawn(self, cmd: list[str], env: dict[str, str] | None = None, **kw: Any) -> subprocess.Popen[bytes]:
+        proc = subprocess.Popen(  # noqa: S603
+            cmd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=kw.pop("stdout", subprocess.DEVNULL),
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+            preexec_fn=_die_with_parent,
+            **kw,
+        )
+        self._procs.append(proc)
+        return proc
+
+    def start(self) -> "XDesktop":
+        for tool in ("Xvfb", "openbox", "wmctrl"):
+            if shutil.which(tool) is None:
+                raise RuntimeError(f"{tool} is not installed")
+        try:
+            r, w = os.pipe()
+            self._spawn(
+                ["Xvfb", "-displayfd", str(w), "-screen", "0", f"{self.width}x{self.height}x24",
+                 "-nolisten", "tcp", "-noreset"],
+                pass_fds=(w,),
+            )
+            os.close(w)
+            try:
+                self.display = ":" + _read_line(r, 15, "Xvfb to report its display")
+            finally:
+                os.close(r)
+            env = {k: v for k, v in os.environ.items() if k not in {"DBUS_SESSION_BUS_ADDRESS", "WAYLAND_DISPLAY"}}
+            env["DISPLAY"] = self.display
+            env.pop("XAUTHORITY", None)
+            if self.a11y:
+                r, w = os.pipe()
+                self._spawn(
+                    ["dbus-daemon", "--session", "--nofork", f"--print-address={w}"],
+                    env=env,
+                    pass_fds=(w,),
+                )
+                os.close(w)
+                try:
+                    env["DBUS_SESSION_BUS_ADDRESS"] = _read_line(r, 15, "dbus-daemon's address")
+                finally:
+                    os.close(r)
+                env["NO_AT_BRIDGE"] = "0"
+                env["SAL_USE_VCLPLUGIN"] = "gtk3"
+                env["GTK_A11Y"] = "atspi"
+            self.env = env
+            self._spawn(["openbox", "--sm-disable"], env=env)
+            self._wait_for_wm()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def _wait_for_wm(self, timeout: float = 15.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            r = subprocess.run(["wmctrl", "-m"], env=self.env, capture_output=True, check=False)
+            if r.returncode == 0:
+                return
+            time.sleep(0.05)
+        raise TimeoutError(f"gave up after {timeout:g} s waiting for openbox on {self.display}")
+
+    def close(self) -> None:
+        """Kill everything started here (process groups), last started first."""
+        for proc in reversed(self._procs):
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        for proc in self._procs:
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass
+        self._procs.clear()
+
+    def __enter__(self) -> "XDesktop":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def wait_for_window(env: dict[str, str], needle: str, timeout: float = 30.0) -> str:
+    """Wait until a window whose ``wmctrl -lx`` line contains ``needle`` exists; its id."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        out = subprocess.run(["wmctrl", "-lx"], env=env, capture_output=True, text=True, check=False).stdout
+        for line in out.splitlines():
+            if needle.lower() in line.lower():
+                return line.split()[0]
+        time.sleep(0.1)
+    raise TimeoutError(f"gave up after {timeout:g} s waiting for a window matching {needle!r}")
+
+
+def free_port() -> int:
+    """A free TCP port on 127.0.0.1 (for servers that cannot bind port 0 themselves)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+__all__ = ["XDesktop", "free_port", "wait_for_window"]
