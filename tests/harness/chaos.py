@@ -1,0 +1,70 @@
+"""A pytest plugin for fault-injection tests of the suite (loaded with ``-p chaos`` and
+``PYTHONPATH=tests/harness`` in a child run). It injects REAL faults into the real system:
+
+- ``CHAOS_KILL_SERVER=agent``: on a case's first attempt, kill the desktop's guest server
+  (SIGKILL, from inside the sandbox) shortly after the agent starts;
+- ``CHAOS_KILL_SERVER=evaluate``: on the first attempt, kill it right before evaluation, so a
+  getter cannot reach the desktop;
+- ``CHAOS_WRONG=<task_id,...>``: the reference solution of these tasks is replaced by an
+  immediate answer (a genuine scored failure);
+- ``CHAOS_UNREACHABLE=<task_id,...>``: every attempt of these tasks finds the desktop killed.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any
+
+import pytest
+
+import fixtures.osworld_case as osworld_case
+
+_done: set[str] = set()
+
+
+def _ids(name: str) -> set[str]:
+    return {x for x in os.environ.get(name, "").split(",") if x}
+
+
+def _kill_server(ctx: Any) -> None:
+    try:
+        ctx.client.launch(["sh", "-c", "pkill -9 -f computer_env.desktop.server"])
+    except Exception:
+        pass  # the request may die with the server: that is the point
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    mode = os.environ.get("CHAOS_KILL_SERVER")
+    unreachable = _ids("CHAOS_UNREACHABLE")
+    real_run_agent = osworld_case.run_agent
+    real_evaluate = osworld_case.evaluate
+
+    def run_agent(task: Any, ctx: Any, ws: Any, task_dir: Any, record: Any, on_step: Any) -> None:
+        first = task.id not in _done
+        if (mode == "agent" and first) or task.id in unreachable:
+            _done.add(task.id)
+            threading.Timer(0.5, _kill_server, args=(ctx,)).start()
+        return real_run_agent(task, ctx, ws, task_dir, record, on_step)
+
+    def evaluate(task: Any, ctx: Any) -> Any:
+        if mode == "evaluate" and task.id not in _done:
+            _done.add(task.id)
+            _kill_server(ctx)
+        return real_evaluate(task, ctx)
+
+    osworld_case.run_agent = run_agent
+    osworld_case.evaluate = evaluate
+
+
+@pytest.fixture(autouse=True)
+def _wrong_solutions(request: pytest.FixtureRequest) -> None:
+    wrong = _ids("CHAOS_WRONG")
+    if not wrong or "osworld_task" not in request.fixturenames:
+        return
+    task, _ = request.getfixturevalue("osworld_task")
+    if task.id in wrong:
+        ws = request.getfixturevalue("worker_state")
+        ws.solutions[task.instruction] = [{
+            "note": None, "thought": "give up at once",
+            "tool_call": {"tool_name": "answer", "content": "DONE"}}]
