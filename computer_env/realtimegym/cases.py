@@ -11,8 +11,11 @@ FREEWAY_BEST = MAX_TURNS - 9
 """Freeway's best conceivable score: the chicken needs 9 moves up, the score is 100 - turns."""
 SNAKE_APPLES = 3 + (MAX_TURNS + 2) // 3
 """Apples that appear in a 100-turn Snake game: 3 at the start, then one every third turn."""
-OVERCOOKED_CAP = 100.0
-"""The Overcooked score taken as perfect (see :func:`normalize_score`)."""
+OVERCOOKED_SOUP_CREDIT = 20 + 3 * 3 + 3 + 5
+"""The most one soup can earn the agent's chef: delivery 20, three onions potted 3 each, a useful
+plate pickup 3, the soup pickup 5 (RealtimeGym's reward includes these shaping terms)."""
+OVERCOOKED_CAP = 5.0 * OVERCOOKED_SOUP_CREDIT
+"""Five soups at full credit (see :func:`normalize_score`)."""
 
 
 @dataclass(frozen=True)
@@ -58,9 +61,10 @@ def normalize_score(game: str, raw: float) -> float:
       apple was eaten; a death with no apple clips to 0.
     - Overcooked: RealtimeGym's reward is 20 per delivered onion soup plus its shaping rewards
       (3 per useful onion placed in a pot, 3 per useful plate pickup, 5 per soup picked up).
-      One soup needs three onion trips, 5 cooking turns, a plate and a serving trip: with the
-      scripted partner about 20 turns at best, i.e. five soups in 100 turns. ``raw / 100``
-      (five deliveries' sparse reward) clipped to [0, 1].
+      One soup thus earns the agent's chef at most 37. A soup needs three onion trips, 5 cooking
+      turns, a plate and a serving trip: about 20 turns at best even with the partner's help,
+      so at most five soups fit in 100 turns. ``raw / 185`` (five soups at full credit) clipped
+      to [0, 1].
     """
     name = game_spec(game).name
     if name == "freeway":

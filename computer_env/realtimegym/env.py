@@ -204,6 +204,12 @@ class GameComputerEnv(ComputerEnv):
             return sum(1 for r in self._history if r.source == "default")
 
     @property
+    def seen_turn(self) -> int | None:
+        """Turns played when the agent last called ``observe()`` (None before the first call)."""
+        with self._cond:
+            return self._seen_turn
+
+    @property
     def history(self) -> list[TurnRecord]:
         """Every turn played, in order."""
         with self._cond:

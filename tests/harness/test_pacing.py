@@ -1,0 +1,180 @@
+"""Pacing of GameComputerEnv on the toy scripted game (no RealtimeGym needed).
+
+The toy game (``computer_env.realtimegym.toy``) is played as "snake" so its actions are
+U/D/L/R/S and its default action is S: U raises the marker, D lowers it, others keep it.
+Realtime tests never assert exact timings: they wait (with a timeout) for turns to pass.
+"""
+
+from __future__ import annotations
+
+import io
+import threading
+import time
+from collections.abc import Callable, Iterator
+
+import pytest
+from PIL import Image
+
+from computer_env.base import Click, KeyPress, MoveTo, Wait
+from computer_env.realtimegym import GameComputerEnv, ScriptedGame, toy_factory
+
+PERIOD = 0.05
+
+
+def _wait_for(what: str, cond: Callable[[], bool], timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(0.005)
+
+
+def _game(env: GameComputerEnv) -> ScriptedGame:
+    return env.read_state(lambda raw: raw)
+
+
+@pytest.fixture
+def make_env() -> Iterator[Callable[..., GameComputerEnv]]:
+    made: list[GameComputerEnv] = []
+
+    def make(pacing: str = "turn", **kwargs: int) -> GameComputerEnv:
+        env = GameComputerEnv("snake", "E", 0, pacing=pacing, turn_seconds=PERIOD,  # type: ignore[arg-type]
+                              game_factory=toy_factory(**kwargs))
+        made.append(env)
+        return env
+
+    yield make
+    for env in made:
+        env.close()
+    assert not [t for t in threading.enumerate() if t.name.startswith("clock-")]
+
+
+def test_turn_mode_plays_one_turn_per_step(make_env: Callable[..., GameComputerEnv]) -> None:
+    env = make_env("turn", goal=50)
+    env.observe()
+    time.sleep(3 * PERIOD)  # nothing moves while the agent thinks
+    assert env.turns == 0
+    for i, key in enumerate(["w", "w", "s", "space", "left"], start=1):
+        result = env.step(KeyPress(key=key))
+        assert env.turns == i and not result.done
+    assert _game(env).applied == ["U", "U", "D", "S", "L"]
+    assert env.score == 1 and env.default_turns == 0
+    assert [r.source for r in env.history] == ["agent"] * 5
+    assert "played on turn 5" in result.output
+
+
+def test_turn_mode_unmapped_input_plays_the_default(make_env: Callable[..., GameComputerEnv]) -> None:
+    env = make_env("turn")
+    result = env.step(KeyPress(key="enter"))
+    assert "not a game control" in result.output and "default action S" in result.output
+    env.step(MoveTo(x=3, y=3))
+    env.step(Click(x=5, y=5))  # on the game frame, not on a button
+    assert _game(env).applied == ["S", "S", "S"] and env.default_turns == 3
+    assert all(r.reason.startswith("unmapped input") for r in env.history)
+
+
+def test_clicks_on_panel_buttons_play_their_action(make_env: Callable[..., GameComputerEnv]) -> None:
+    env = make_env("turn", goal=50)
+    obs = env.observe()
+    image = Image.open(io.BytesIO(obs.image))
+    assert image.size == (obs.width, obs.height) == (env.panel.width, 240 + 90)
+    for button in env.panel.buttons:
+        env.step(Click(x=button.center[0], y=button.center[1]))
+    assert _game(env).applied == ["U", "D", "L", "R", "S"]
+    assert env.default_turns == 0
+
+
+def test_done_at_goal_and_after(make_env: Callable[..., GameComputerEnv]) -> None:
+    env = make_env("turn", goal=2)
+    assert not env.step(KeyPress(key="w")).done
+    result = env.step(KeyPress(key="up"))
+    assert result.done and env.done and "game is over" in result.output
+    again = env.step(KeyPress(key="w"))
+    assert again.done and env.turns == 2
+
+
+def test_done_at_turn_limit(make_env: Callable[..., GameComputerEnv]) -> None:
+    env = make_env("turn", goal=50, max_turns=3)
+    results = [env.step(KeyPress(key="space")) for _ in range(3)]
+    assert [r.done for r in results] == [False, False, True] and env.turns == 3
+
+
+def test_finish_plays_the_rest_with_the_default(make_env: Callable[..., GameComputerEnv]) -> None:
+    env = make_env("turn", goal=50, max_turns=10)
+    env.step(KeyPress(key="w"))
+    env.finish("done", infeasible=False)
+    assert env.done and env.turns == 10 and env.default_turns == 9
+    assert _game(env).applied == ["U"] + ["S"] * 9
+    assert env.history[-1].reason == "after finish" and env.score == 1
+
+
+def test_elapse_spends_turns_on_the_default(make_env: Callable[..., GameComputerEnv]) -> None:
+    env = make_env("turn", goal=50)
+    assert env.elapse(3) == 3
+    env.step(KeyPress(key="w"))
+    assert _game(env).applied == ["S", "S", "S", "U"] and env.default_turns == 3
+
+
+def test_realtime_clock_advances_on_its_own(make_env: Callable[..., GameComputerEnv]) -> None:
+    env = make_env("realtime", goal=50)
+    time.sleep(3 * PERIOD)
+    assert env.turns == 0  # the clock starts when the agent first looks
+    env.observe()
+    _wait_for("3 turns to pass", lambda: env.turns >= 3)
+    assert env.default_turns >= 3
+    assert all(r.source == "default" and r.reason == "no input in time" for r in env.history)
+
+
+def test_realtime_slow_agent_lands_late(make_env: Callable[..., GameComputerEnv]) -> None:
+    env = make_env("realtime", goal=50)
+    env.observe()
+    seen = env.seen_turn
+    assert seen is not None
+    _wait_for("2 turns to pass while the agent thinks", lambda: env.turns >= seen + 2)
+    arrived = env.turns
+    result = env.step(KeyPress(key="w"))
+    record = next(r for r in env.history if r.source == "agent")
+    assert record.turn >= arrived + 1 >= seen + 3  # landed on a later turn than the one seen
+    assert record.seen_turn == seen and record.lag is not None and record.lag >= 2
+    assert _game(env).applied[record.turn - 1] == "U"
+    assert all(a == "S" for a in _game(env).applied[: record.turn - 1])
+    assert env.default_turns >= 2
+    assert f"played on turn {record.turn}" in result.output and "after the frame" in result.output
+
+
+def test_realtime_fast_agent_acts_every_turn(make_env: Callable[..., GameComputerEnv]) -> None:
+    env = make_env("realtime", goal=4)
+    while not env.done:
+        env.observe()
+        env.step(KeyPress(key="w"))
+    assert env.score == 4 and _game(env).applied.count("U") == 4
+    agent = [r for r in env.history if r.source == "agent"]
+    assert len(agent) == 4 and [r.turn for r in agent] == sorted(r.turn for r in agent)
+
+
+def test_realtime_wait_lets_the_game_run(make_env: Callable[..., GameComputerEnv]) -> None:
+    env = make_env("realtime", goal=50)
+    env.observe()
+    before = env.turns
+    result = env.step(Wait(seconds=4 * PERIOD))
+    assert "turn(s) passed" in result.output
+    _wait_for("a turn to pass", lambda: env.turns > before)
+    assert env.default_turns == env.turns
+
+
+def test_realtime_game_ends_and_clock_stops(make_env: Callable[..., GameComputerEnv]) -> None:
+    env = make_env("realtime", goal=50, max_turns=4)
+    env.observe()
+    _wait_for("the game to end", lambda: env.done)
+    _wait_for("the clock to stop", lambda: not any(
+        t.name.startswith("clock-") for t in threading.enumerate()))
+    assert env.turns == 4 and env.step(KeyPress(key="w")).done
+
+
+def test_realtime_finish_stops_the_clock(make_env: Callable[..., GameComputerEnv]) -> None:
+    env = make_env("realtime", goal=50, max_turns=30)
+    env.observe()
+    env.step(KeyPress(key="w"))
+    env.finish("")
+    assert env.done and env.turns == 30
+    assert not any(t.name.startswith("clock-") for t in threading.enumerate())
