@@ -1,0 +1,216 @@
+"""DockerProvider with the locally built guest-server image on a real dockerd.
+
+Needs a daemon (started by scripts/start-dockerd.sh when run as root) and the image built by
+docker/build-image.sh beforehand; the tests never build it (minutes) and skip with the reason.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from computer_env.desktop.providers.docker import (
+    DEFAULT_GUEST_SERVER_IMAGE,
+    LABEL_PID,
+    DockerProvider,
+    sweep_dead_containers,
+)
+from computer_env.errors import ConfigurationError
+
+ROOT = Path(__file__).resolve().parents[2]
+IMAGE = os.environ.get("HOLO_DESKTOP_IMAGE", DEFAULT_GUEST_SERVER_IMAGE)
+BASE_IMAGE = "holo-bench/debian-base:bookworm"
+
+
+def _client() -> Any:
+    import docker
+
+    client = docker.from_env(timeout=30)
+    client.ping()
+    return client
+
+
+@pytest.fixture(scope="module")
+def docker_client() -> Iterator[Any]:
+    """A reachable daemon with the guest-server image, or a skip that says what is missing."""
+    try:
+        client = _client()
+    except Exception:
+        if os.geteuid() != 0:
+            pytest.skip("no Docker daemon answers and starting one needs root")
+        run = subprocess.run(["bash", str(ROOT / "scripts" / "start-dockerd.sh")],
+                             capture_output=True, text=True, timeout=300)
+        if run.returncode != 0:
+            pytest.skip(f"could not start dockerd: {run.stderr.strip()[-300:]}")
+        client = _client()
+    try:
+        client.images.get(IMAGE)
+    except Exception:
+        client.close()
+        pytest.skip(f"image {IMAGE} absent: build it once with docker/build-image.sh")
+    yield client
+    client.close()
+
+
+def _ours(client: Any) -> list[Any]:
+    return client.containers.list(all=True, filters={"label": f"{LABEL_PID}={os.getpid()}"})
+
+
+@pytest.mark.docker
+def test_start_token_screenshot_reset_close(docker_client: Any) -> None:
+    provider = DockerProvider(IMAGE, worker="t-main", prewarm=True, ready_timeout=60)
+    try:
+        handle = provider.start()
+        assert handle.provider == "docker" and handle.token and handle.url.startswith(
+            "http://127.0.0.1:")
+        assert set(handle.ports) == {"server"}
+        auth = {"Authorization": f"Bearer {handle.token}"}
+        shot = httpx.get(f"{handle.url}/screenshot", headers=auth, timeout=30)
+        assert shot.status_code == 200 and shot.content[:8] == b"\x89PNG\r\n\x1a\n"
+        assert httpx.get(f"{handle.url}/screenshot", timeout=10).status_code == 403
+        assert provider.is_alive()
+        first = provider._container.id
+        labels = provider._container.labels
+        assert labels["holo-bench.worker"] == "t-main"
+        assert labels["holo-bench.controller-pid"] == str(os.getpid())
+        assert {"holo-bench.run", "holo-bench.created"} <= set(labels)
+
+        new = provider.reset()
+        assert provider._container.id != first  # replaced, not restarted
+        assert new.token != handle.token
+        assert httpx.get(f"{new.url}/screenshot", headers={"Authorization": f"Bearer {new.token}"},
+                         timeout=30).status_code == 200
+        deadline = time.monotonic() + 30
+        while any(c.id == first for c in _ours(docker_client)) and time.monotonic() < deadline:
+            time.sleep(0.2)  # the old container is removed in the background
+        assert not any(c.id == first for c in _ours(docker_client))
+    finally:
+        provider.close()
+    assert _ours(docker_client) == []  # active and spare both gone
+    provider.close()  # idempotent
+
+
+@pytest.mark.docker
+def test_two_workers_never_share_host_ports(docker_client: Any) -> None:
+    a = DockerProvider(IMAGE, worker="gw0", prewarm=False, ready_timeout=60)
+    b = DockerProvider(IMAGE, worker="gw1", prewarm=False, ready_timeout=60)
+    try:
+        ha, hb = a.start(), b.start()
+        assert ha.url != hb.url
+        assert not set(ha.ports.values()) & set(hb.ports.values())
+        assert a.is_alive() and b.is_alive()
+    finally:
+        a.close()
+        b.close()
+    assert _ours(docker_client) == []
+
+
+_CHILD = textwrap.dedent("""
+    import sys, time
+    from computer_env.desktop.providers.docker import DockerProvider
+    p = DockerProvider(sys.argv[1], worker="killed", prewarm=False, ready_timeout=60)
+    p.start()
+    print(p._container.name, flush=True)
+    time.sleep(600)
+""")
+
+
+@pytest.mark.docker
+def test_sigkilled_run_leaves_a_container_that_the_sweep_removes(docker_client: Any) -> None:
+    child = subprocess.Popen([sys.executable, "-c", _CHILD, IMAGE], stdout=subprocess.PIPE,
+                             text=True, cwd=ROOT)
+    try:
+        assert child.stdout is not None
+        name = child.stdout.readline().strip()
+        assert name, "the child did not start its container"
+    finally:
+        child.kill()  # SIGKILL: no close(), no atexit
+        child.wait(timeout=10)
+    assert docker_client.containers.get(name).labels[LABEL_PID] == str(child.pid)
+    removed = sweep_dead_containers()
+    assert name in removed
+    assert name not in [c.name for c in docker_client.containers.list(all=True)]
+
+
+@pytest.mark.docker
+def test_sweep_removes_dead_pid_and_keeps_live_ones(docker_client: Any) -> None:
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    labels = {"holo-bench.run": "sweep-test", "holo-bench.worker": "gw9",
+              "holo-bench.created": f"{time.time():.3f}"}
+    made = []
+    try:
+        for pid in (gone.pid, os.getpid()):
+            made.append(docker_client.containers.create(
+                BASE_IMAGE if _has(docker_client, BASE_IMAGE) else IMAGE, ["sleep", "600"],
+                labels={**labels, LABEL_PID: str(pid)}, entrypoint=["sleep"]))
+        removed = sweep_dead_containers()
+        names = {c.name for c in docker_client.containers.list(all=True)}
+        assert made[0].name in removed and made[0].name not in names
+        assert made[1].name not in removed and made[1].name in names
+    finally:
+        for c in made:
+            try:
+                c.remove(force=True)
+            except Exception:  # noqa: BLE001 - already swept
+                pass
+
+
+def _has(client: Any, image: str) -> bool:
+    try:
+        client.images.get(image)
+        return True
+    except Exception:  # noqa: BLE001
+        return False
+
+
+@pytest.mark.docker
+def test_preflight_missing_image_says_how_to_build(docker_client: Any) -> None:
+    with pytest.raises(ConfigurationError, match="build-image.sh"):
+        DockerProvider("holo-bench/no-such-image:never").preflight()
+    assert DockerProvider(IMAGE).preflight() == []
+
+
+def test_preflight_missing_qcow2_says_where_to_get_it(tmp_path: Path) -> None:
+    provider = DockerProvider(vm_path=tmp_path / "Ubuntu.qcow2")
+    assert provider.kind == "osworld" and provider.image == "happysixd/osworld-docker"
+    with pytest.raises(ConfigurationError) as info:
+        provider.preflight()
+    text = str(info.value)
+    for needle in ("Ubuntu.qcow2", "xlangai/ubuntu_osworld", "Ubuntu.qcow2.zip", "12.3 GB",
+                   "24.5 GB", "wget -c", "--resume"):
+        assert needle in text, needle
+
+
+def test_preflight_unreachable_daemon_hints_docker_host(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent.sock")
+    with pytest.raises(ConfigurationError) as info:
+        DockerProvider(IMAGE).preflight()
+    text = str(info.value)
+    assert "unix:///nonexistent.sock" in text and "DOCKER_HOST" in text and "rootless" in text
+
+
+def test_osworld_options_follow_upstream(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The container spec for OSWorld's image (cannot boot here: no usable KVM, no 24 GB image)."""
+    qcow2 = tmp_path / "Ubuntu.qcow2"
+    qcow2.write_bytes(b"")
+    monkeypatch.setenv("KVM", "N")
+    monkeypatch.setenv("RAM_SIZE", "8G")
+    opts = DockerProvider(vm_path=qcow2, cpu_cores=2)._osworld_options()
+    assert opts["environment"] == {"DISK_SIZE": "32G", "RAM_SIZE": "8G", "CPU_CORES": "2",
+                                   "KVM": "N"}
+    assert opts["devices"] == ["/dev/net/tun"] and opts["cap_add"] == ["NET_ADMIN"]
+    assert opts["volumes"] == {str(qcow2): {"bind": "/System.qcow2", "mode": "ro"}}
+    assert set(opts["ports"]) == {"5000/tcp", "9222/tcp", "8080/tcp", "8006/tcp"}
+    assert all(v == ("127.0.0.1", None) for v in opts["ports"].values())  # Docker picks ports
+    with_kvm = DockerProvider(vm_path=qcow2, kvm=True)._osworld_options()
+    assert "/dev/kvm" in with_kvm["devices"] and "KVM" not in with_kvm["environment"]
