@@ -186,3 +186,40 @@ def look_in_browser(report: Path, shot: Path) -> None:
             assert page.title().startswith("replay ")
         finally:
             browser.close()
+
+
+def test_task_result_property_is_redacted_and_round_trips() -> None:
+    from fixtures.redact import register_secret
+    from fixtures.report import task_result_of, task_result_property
+    from fixtures.results import TaskResult
+
+    key = "tok-" + "5a6b7c8d9e0f1a2b"
+    register_secret(key)
+    result = TaskResult(benchmark="osworld", case_id="os/x", domain="os", task_id="x",
+                        outcome="failed", score=0.0, message=f"401 for {key}")
+    name, value = task_result_property(result)
+    assert name == "task_result" and key not in value
+
+    class FakeReport:  # the attribute pytest's TestReport has; nothing else is read
+        user_properties = [("other", "1"), (name, value)]
+
+    got = task_result_of(FakeReport())
+    assert got is not None and got.case_id == "os/x" and "[REDACTED]" in got.message
+
+
+def test_svg_chart_escapes_and_is_well_formed() -> None:
+    import xml.etree.ElementTree as ET
+
+    from fixtures.svgchart import Bar, bar_chart
+
+    svg = bar_chart(
+        [Bar("<script>x</script>", 0.5, (0.2, 0.9), "1/2 & more"), Bar("os", None),
+         Bar("big", 1.7)],
+        title='a "title" <b>',
+    )
+    root = ET.fromstring(svg)  # raises if anything broke the markup
+    assert root.tag.endswith("svg") and "<script>" not in svg
+    texts = [t.text for t in root.iter() if t.tag.endswith("text")]
+    assert "<script>x</script>" in texts and 'a "title" <b>' in texts
+    widths = [float(r.get("width")) for r in root.iter() if r.get("class") == "bar"]
+    assert len(widths) == 2 and widths[1] == 2 * widths[0], "values are clipped to 100%"

@@ -117,7 +117,9 @@ def test_result_txt_only_when_scored(tmp_path: Path) -> None:
     assert not (tmp_path / "result.txt").exists()
 
 
-def test_corrupt_file_is_reported_not_fatal(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+def test_corrupt_file_is_reported_not_fatal(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     good = make_result()
     write_result(task_dir(tmp_path, "m", "chrome/good"), good)
     bad = task_dir(tmp_path, "m", "chrome/bad") / "result.json"
