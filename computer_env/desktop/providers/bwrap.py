@@ -58,7 +58,8 @@ def session_env(*, width: int, height: int, home: str, template: str, token_file
                 scratch: str, host: str, port: int, display: str, guard: str = "") -> dict[str, str]:
     """Environment of the session (the same keys sandboxed and unsandboxed)."""
     return {
-        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        # The server's interpreter first: OSWorld runs actions as `python -c "import pyautogui"`.
+        "PATH": f"{Path(python_executable()).parent}:/usr/local/bin:/usr/bin:/bin",
         "HOME": home, "USER": "user", "LOGNAME": "user", "SHELL": "/bin/bash",
         "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "TERM": "xterm-256color",
         "XDG_SESSION_TYPE": "x11", "XDG_CURRENT_DESKTOP": "openbox",
