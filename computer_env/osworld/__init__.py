@@ -1,1 +1,39 @@
-"""OSWorld tasks: loader, setup, evaluation, OSWorldComputerEnv."""
+"""OSWorld tasks: loader, setup, evaluation, ``OSWorldComputerEnv``.
+
+Heavy parts (OSWorld's own ``desktop_env``) are imported lazily, only when a task needs them.
+"""
+
+from computer_env.osworld.check import check_task_unplayed
+from computer_env.osworld.context import TaskContext, default_vars, substitute
+from computer_env.osworld.download import PrefetchResult, prefetch
+from computer_env.osworld.env import OSWorldComputerEnv
+from computer_env.osworld.errors import (
+    EvaluatorUnsupported,
+    SetupUnsupported,
+    TaskLoadError,
+    Unsupported,
+)
+from computer_env.osworld.evaluate import EvalResult, MetricDetail, ensure_supported, evaluate
+from computer_env.osworld.settle import wait_until_settled
+from computer_env.osworld.setup import SetupReport, StepTiming, run_setup
+from computer_env.osworld.tasks import (
+    TASK_LISTS,
+    Evaluator,
+    SetupStep,
+    Task,
+    builtin_smoke_ids,
+    load_builtin_tasks,
+    load_tasks,
+    needs_network,
+    task_markers,
+)
+from computer_env.osworld.upstream import Backend, upstream_available
+
+__all__ = [
+    "Backend", "EvalResult", "Evaluator", "EvaluatorUnsupported", "MetricDetail",
+    "OSWorldComputerEnv", "PrefetchResult", "SetupReport", "SetupStep", "SetupUnsupported",
+    "StepTiming", "TASK_LISTS", "Task", "TaskContext", "TaskLoadError", "Unsupported",
+    "builtin_smoke_ids", "check_task_unplayed", "default_vars", "ensure_supported", "evaluate",
+    "load_builtin_tasks", "load_tasks", "needs_network", "prefetch", "run_setup", "substitute",
+    "task_markers", "upstream_available", "wait_until_settled",
+]

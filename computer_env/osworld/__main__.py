@@ -1,0 +1,47 @@
+"""``python -m computer_env.osworld prefetch --osworld-root R --task-list L --cache DIR``:
+download every setup file of a task list into the host cache ahead of a run."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+
+from computer_env.osworld.download import prefetch
+from computer_env.osworld.tasks import load_builtin_tasks, load_tasks
+from computer_env.osworld.errors import TaskLoadError
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m computer_env.osworld")
+    sub = parser.add_subparsers(dest="command", required=True)
+    pre = sub.add_parser("prefetch", help="fill the download cache for a task list")
+    pre.add_argument("--osworld-root", type=Path, default=None,
+                     help="OSWorld checkout or evaluation_examples folder (default: built-in)")
+    pre.add_argument("--task-list", default="test_all",
+                     help="test_all|test_nogdrive|test_small|test_infeasible or a JSON file")
+    pre.add_argument("--domain", action="append", default=None, help="only this domain")
+    pre.add_argument("--cache", type=Path, required=True,
+                     help="the cache folder (the suite's cache dir; downloads go to DIR/downloads)")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING)
+    try:
+        tasks = (load_tasks(args.osworld_root, args.task_list, args.domain) if args.osworld_root
+                 else load_builtin_tasks(args.task_list, args.domain))
+    except TaskLoadError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+    def progress(i: int, n: int, url: str, status: str) -> None:
+        print(f"[{i}/{n}] {status:8.60s} {url}", flush=True)
+
+    result = prefetch(tasks, args.cache / "downloads", progress=progress)
+    print(f"{len(tasks)} tasks, {result.total} files: {result.fetched} fetched, "
+          f"{result.cached} already cached, {len(result.failed)} failed; "
+          f"{result.bytes / 1e6:.1f} MB in {args.cache / 'downloads'}")
+    return 1 if result.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,126 @@
+"""Host-side download cache for setup ``download`` steps (content addressed by URL) and prefetch."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import time
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+from computer_env.errors import NetworkError
+from computer_env.osworld.tasks import Task, is_local_url
+
+logger = logging.getLogger(__name__)
+
+_CHUNK = 1 << 16
+
+
+def cache_path(cache_dir: Path, url: str) -> Path:
+    """Where ``url`` lives in the cache: ``<cache_dir>/<sha256[:2]>/<sha256>``."""
+    digest = hashlib.sha256(url.encode("utf-8")).hexdigest()
+    return Path(cache_dir) / digest[:2] / digest
+
+
+def upstream_cache_name(url: str, guest_path: str) -> str:
+    """The file name OSWorld's ``SetupController`` uses for a download in its task cache."""
+    return f"{uuid.uuid5(uuid.NAMESPACE_URL, url)}_{os.path.basename(guest_path)}"
+
+
+def fetch(url: str, dest: Path, *, retries: int = 3, timeout: float = 300.0) -> Path:
+    """Download ``url`` to ``dest`` atomically (temp file + rename); raises ``NetworkError``."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    last: Exception | None = None
+    for attempt in range(1, retries + 1):
+        tmp = dest.with_name(f"{dest.name}.part.{os.getpid()}.{uuid.uuid4().hex[:8]}")
+        try:
+            with httpx.stream("GET", url, timeout=timeout, follow_redirects=True) as resp:
+                resp.raise_for_status()
+                with tmp.open("wb") as out:
+                    for chunk in resp.iter_bytes(_CHUNK):
+                        out.write(chunk)
+            os.replace(tmp, dest)
+            return dest
+        except (httpx.HTTPError, OSError) as exc:
+            last = exc
+            logger.warning("download %s failed (attempt %d/%d): %s", url, attempt, retries, exc)
+            if attempt < retries:
+                time.sleep(min(2.0 ** attempt, 10.0))
+        finally:
+            tmp.unlink(missing_ok=True)
+    raise NetworkError(f"download of {url} failed after {retries} attempts: {last}")
+
+
+def cached_fetch(cache_dir: Path, url: str, *, use_cache: bool = True) -> Path:
+    """The local file for ``url``, downloading it into the cache when missing."""
+    path = cache_path(cache_dir, url)
+    if use_cache and path.is_file():
+        return path
+    return fetch(url, path)
+
+
+def download_urls(tasks: Iterable[Task]) -> list[str]:
+    """Every remote URL the tasks' ``download`` steps fetch (setup and postconfig), deduplicated."""
+    seen: dict[str, None] = {}
+    for task in tasks:
+        for step in task.all_steps():
+            if step.type != "download":
+                continue
+            for item in step.parameters.get("files", []):
+                url = str(item.get("url", "")) if isinstance(item, dict) else ""
+                if url and not is_local_url(url):
+                    seen.setdefault(url)
+    return list(seen)
+
+
+@dataclass(frozen=True)
+class PrefetchResult:
+    """What :func:`prefetch` did."""
+
+    total: int
+    fetched: int
+    cached: int
+    failed: dict[str, str]
+    bytes: int
+
+
+def prefetch(
+    tasks: Iterable[Task],
+    cache_dir: Path,
+    *,
+    progress: Callable[[int, int, str, str], None] | None = None,
+) -> PrefetchResult:
+    """Fill the download cache for ``tasks`` ahead of a run. ``progress(i, n, url, status)`` is
+    called for each URL (status: ``cached``, ``fetched`` or ``failed: ...``)."""
+    urls = download_urls(tasks)
+    fetched = cached = size = 0
+    failed: dict[str, str] = {}
+    for i, url in enumerate(urls, 1):
+        path = cache_path(cache_dir, url)
+        if path.is_file():
+            cached += 1
+            status = "cached"
+        else:
+            try:
+                fetch(url, path)
+                fetched += 1
+                status = "fetched"
+            except NetworkError as exc:
+                failed[url] = str(exc)
+                status = f"failed: {exc}"
+        if path.is_file():
+            size += path.stat().st_size
+        if progress:
+            progress(i, len(urls), url, status)
+    return PrefetchResult(len(urls), fetched, cached, failed, size)
+
+
+__all__ = [
+    "PrefetchResult", "cache_path", "cached_fetch", "download_urls", "fetch", "prefetch",
+    "upstream_cache_name",
+]

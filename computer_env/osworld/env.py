@@ -1,0 +1,93 @@
+"""``OSWorldComputerEnv``: the ``ComputerEnv`` an agent plays an OSWorld task through."""
+
+from __future__ import annotations
+
+import io
+import logging
+import time
+
+from PIL import Image
+
+from computer_env.base import ComputerEnv, InputEvent, Observation, StepResult, TypeText, Wait
+from computer_env.osworld.actions import describe, to_pyautogui
+from computer_env.osworld.context import TaskContext
+from computer_env.osworld.settle import wait_until_settled
+from computer_env.osworld.tasks import Task
+
+logger = logging.getLogger(__name__)
+
+
+class OSWorldComputerEnv(ComputerEnv):
+    """Screenshots from the desktop server; input as pyautogui code run in the desktop (the
+    server's fast path when offered, else OSWorld's ``/execute``); text typed Unicode-safe.
+    Every action is appended to ``ctx.action_history`` as OSWorld-style code.
+
+    ``settle`` = ``(quiet_s, cap_s)``: after each action wait until the screen is quiet that
+    long (at most ``cap_s``) so the next screenshot shows the action's effect; None disables it.
+    """
+
+    def __init__(self, task: Task, ctx: TaskContext, *,
+                 settle: tuple[float, float] | None = (0.3, 3.0)) -> None:
+        self.task = task
+        self.ctx = ctx
+        self._settle = settle
+        self._shot_size: tuple[int, int] | None = None
+        self.finished = False
+        self.answer: str | None = None
+
+    @property
+    def instruction(self) -> str:
+        return self.task.instruction
+
+    def observe(self) -> Observation:
+        data = self.ctx.client.screenshot(fmt="png")
+        with Image.open(io.BytesIO(data)) as img:
+            width, height = img.size
+        self._shot_size = (width, height)
+        return Observation(image=data, width=width, height=height, mime="image/png")
+
+    def _scale(self) -> tuple[float, float]:
+        if self._shot_size is None:
+            return 1.0, 1.0
+        sw, sh = self.ctx.screen
+        return sw / self._shot_size[0], sh / self._shot_size[1]
+
+    def step(self, event: InputEvent) -> StepResult:
+        code = to_pyautogui(event, self._scale())
+        text = describe(event)
+        error: str | None = None
+        if isinstance(event, Wait):
+            time.sleep(event.seconds)
+        elif isinstance(event, TypeText):
+            self.ctx.client.type_text(event.text)
+            if event.press_enter:
+                res = self.ctx.client.run_pyautogui("pyautogui.press('enter')")
+                error = _error_of(res)
+        else:
+            error = _error_of(self.ctx.client.run_pyautogui(code))
+        self.ctx.action_history.append(code)
+        if self._settle is not None and not isinstance(event, Wait):
+            wait_until_settled(self.ctx.client, quiet_s=self._settle[0], cap_s=self._settle[1])
+        if error:
+            logger.info("action %s failed in the desktop: %s", code, error)
+            return StepResult(output=f"{text}; the action failed: {error}",
+                              info={"code": code, "error": error})
+        return StepResult(output=text, info={"code": code})
+
+    def finish(self, answer: str, *, infeasible: bool) -> None:
+        """Record the end: ``FAIL`` when declared infeasible, else ``DONE`` (as upstream)."""
+        self.finished = True
+        self.answer = answer
+        self.ctx.action_history.append("FAIL" if infeasible else "DONE")
+
+
+def _error_of(res: object) -> str | None:
+    rc = getattr(res, "returncode", 0)
+    status = getattr(res, "status", "success")
+    if rc not in (0, None) or status not in ("success", "ok", None):
+        err = (getattr(res, "error", "") or getattr(res, "output", "") or "").strip()
+        return err.splitlines()[-1][:300] if err else f"exit status {rc}"
+    return None
+
+
+__all__ = ["OSWorldComputerEnv"]

@@ -1,0 +1,247 @@
+"""Scoring a task with OSWorld's semantics (``DesktopEnv.evaluate``), but infra-aware.
+
+1. postconfig runs; 2. ``infeasible`` scores 1 iff the last action is ``FAIL``; any other task
+whose last action is ``FAIL`` scores 0; 3. one metric is
+``metric(result_getter(env, result), expected_getter(env, expected), **options)``, a
+``FileNotFoundError`` in the result getter scores 0; 4. lists combine with ``conj``: ``and`` (any
+0 gives 0, else the mean) or ``or`` (any 1 gives 1, else the max).
+
+Unlike upstream, a getter that fails because of the environment (desktop or Chrome unreachable,
+download failed) raises ``EvaluatorInfraError`` instead of scoring 0, and a getter or metric the
+backend lacks raises ``EvaluatorUnsupported`` (a skip).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from computer_env.errors import EvaluatorInfraError, InfraError
+from computer_env.osworld.context import TaskContext, substitute
+from computer_env.osworld.errors import EvaluatorUnsupported, Unsupported
+from computer_env.osworld.setup import SetupReport, run_setup
+from computer_env.osworld.setup_steps import STEPS
+from computer_env.osworld.shim import EvalEnv
+from computer_env.osworld.tasks import Task
+from computer_env.osworld.upstream import (
+    Backend,
+    upstream_getters,
+    upstream_metrics,
+    use_upstream,
+)
+
+logger = logging.getLogger(__name__)
+
+PREVIEW_CHARS = 300
+"""How much of each metric input is kept in the detail (for the replay)."""
+
+
+class MetricDetail(BaseModel):
+    """One metric's inputs and value (inputs truncated to ``PREVIEW_CHARS``)."""
+
+    func: str
+    score: float | None = None
+    result_type: str | None = None
+    expected_type: str | None = None
+    result: str | None = None
+    expected: str | None = None
+    options: dict[str, Any] = Field(default_factory=dict)
+    error: str | None = None
+    skipped: bool = False
+
+
+class EvalResult(BaseModel):
+    """A task's score in [0, 1] with how it came about."""
+
+    score: float
+    detail: list[MetricDetail] = Field(default_factory=list)
+    reason: str = ""
+    backend: str = "builtin"
+    postconfig: SetupReport | None = None
+    seconds: float = 0.0
+
+
+def preview(value: Any, limit: int = PREVIEW_CHARS) -> str:
+    """``repr(value)`` cut to ``limit`` characters."""
+    text = value if isinstance(value, str) else repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+@dataclass
+class _Resolved:
+    metrics: list[Any]
+    getters: dict[str, Any]
+    upstream: bool
+
+
+def _lookup_metric(name: str, upstream: bool) -> Any:
+    if upstream:
+        fn = getattr(upstream_metrics(), name, None)
+    else:
+        from computer_env.osworld.metrics import METRICS
+
+        fn = METRICS.get(name)
+    if fn is None:
+        where = "OSWorld's metrics" if upstream else "the built-in metrics"
+        raise EvaluatorUnsupported(f"metric {name!r}", f"not in {where}")
+    return fn
+
+
+def _lookup_getter(kind: str, upstream: bool) -> Any:
+    if upstream:
+        fn = getattr(upstream_getters(), f"get_{kind}", None)
+    else:
+        from computer_env.osworld.getters import GETTERS
+
+        fn = GETTERS.get(kind)
+    if fn is None:
+        where = "OSWorld's getters" if upstream else "the built-in getters"
+        raise EvaluatorUnsupported(f"getter {kind!r}", f"not in {where}")
+    return fn
+
+
+def ensure_supported(task: Task, ctx: TaskContext, *, backend: Backend = "auto") -> None:
+    """Raise ``SetupUnsupported``/``EvaluatorUnsupported`` now if a step, getter or metric of the
+    task cannot run with the backend in use (call before setup to skip early)."""
+    from computer_env.osworld.errors import SetupUnsupported
+
+    upstream = use_upstream(backend, upstream_vm=ctx.is_upstream_vm)
+    if not upstream:
+        for step in task.all_steps():
+            if step.type not in STEPS:
+                raise SetupUnsupported(step.type, "the built-in setup has no such step")
+    _resolve(task, upstream)
+
+
+def _resolve(task: Task, upstream: bool) -> _Resolved:
+    ev = task.evaluator
+    if ev.is_infeasible:
+        return _Resolved([], {}, upstream)
+    metrics = [_lookup_metric(name, upstream) for name in ev.funcs]
+    getters = {s["type"]: _lookup_getter(s["type"], upstream) for s in ev.getter_specs()
+               if "type" in s}
+    return _Resolved(metrics, getters, upstream)
+
+
+def _aligned(value: Any, n: int, listed: bool) -> list[Any]:
+    if not listed:
+        return [value]
+    if isinstance(value, list):
+        return list(value) + [None] * (n - len(value))
+    return [value] * n
+
+
+def _env_failure(name: str, exc: BaseException) -> EvaluatorInfraError:
+    kind = "environment" if isinstance(exc, (InfraError, ConnectionError, TimeoutError)) or \
+        type(exc).__module__.startswith(("requests", "urllib3", "httpx", "playwright")) \
+        else "crash"
+    return EvaluatorInfraError(f"{name} failed ({kind}): {type(exc).__name__}: {exc}")
+
+
+def _get(resolved: _Resolved, env: EvalEnv, spec: dict[str, Any], role: str) -> Any:
+    """Run one getter; FileNotFoundError passes through, Unsupported too, anything else is an
+    evaluator infra error (the environment's or the evaluator's fault, never the model's)."""
+    name = f"{role} getter {spec.get('type')!r}"
+    try:
+        return resolved.getters[spec["type"]](env, spec)
+    except (FileNotFoundError, Unsupported, EvaluatorInfraError):
+        raise
+    except Exception as exc:  # noqa: BLE001
+        raise _env_failure(name, exc) from exc
+
+
+def _score_one(resolved: _Resolved, env: EvalEnv, idx: int, func: str, result_spec: Any,
+               expected_spec: Any, options: dict[str, Any]) -> MetricDetail:
+    detail = MetricDetail(func=func, options=options,
+                          result_type=(result_spec or {}).get("type"),
+                          expected_type=(expected_spec or {}).get("type"))
+    try:
+        result_state = _get(resolved, env, result_spec, "result") if result_spec else None
+    except FileNotFoundError as exc:
+        detail.score, detail.error = 0.0, f"FileNotFoundError: {exc}"
+        return detail
+    detail.result = preview(result_state)
+    metric = resolved.metrics[idx]
+    try:
+        if expected_spec:
+            try:
+                expected_state = _get(resolved, env, expected_spec, "expected")
+            except FileNotFoundError as exc:
+                raise EvaluatorInfraError(f"expected getter {expected_spec.get('type')!r}: "
+                                          f"file not found: {exc}") from exc
+            detail.expected = preview(expected_state)
+            value = metric(result_state, expected_state, **options)
+        else:
+            value = metric(result_state, **options)
+    except (Unsupported, EvaluatorInfraError):
+        raise
+    except Exception as exc:  # noqa: BLE001
+        raise _env_failure(f"metric {func!r}", exc) from exc
+    detail.score = float(value)
+    return detail
+
+
+def _last_is_fail(history: list[Any]) -> bool:
+    if not history:
+        return False
+    last = history[-1]
+    return last == "FAIL" or (isinstance(last, dict) and last.get("action_type") == "FAIL")
+
+
+def evaluate(task: Task, ctx: TaskContext, *, backend: Backend = "auto") -> EvalResult:
+    """Score ``task`` on the desktop in ``ctx`` (see the module docstring for the semantics)."""
+    t0 = time.monotonic()
+    if ctx.task_id is None:
+        ctx.task_id = task.id
+    upstream = use_upstream(backend, upstream_vm=ctx.is_upstream_vm)
+    resolved = _resolve(task, upstream)
+    name = "upstream" if upstream else "builtin"
+    ev = task.evaluator
+    post = run_setup(ev.postconfig, ctx, backend=backend, phase="postconfig") \
+        if ev.postconfig else None
+
+    def done(score: float, reason: str, detail: list[MetricDetail] | None = None) -> EvalResult:
+        return EvalResult(score=float(score), detail=detail or [], reason=reason, backend=name,
+                          postconfig=post, seconds=round(time.monotonic() - t0, 3))
+
+    if ev.is_infeasible:
+        ok = _last_is_fail(ctx.action_history)
+        return done(1.0 if ok else 0.0, "infeasible task: " + (
+            "the agent declared it infeasible (FAIL)" if ok else "the agent did not answer FAIL"),
+            [MetricDetail(func="infeasible", score=1.0 if ok else 0.0,
+                          result=preview(ctx.action_history[-1:]))])
+    if _last_is_fail(ctx.action_history):
+        return done(0.0, "the agent declared a feasible task infeasible (last action FAIL)")
+
+    env = EvalEnv(task, ctx, upstream=upstream)
+    data = substitute(ev.model_dump(include={"result", "expected", "options"}), ctx.vars)
+    funcs = ev.funcs
+    listed = isinstance(ev.func, list)
+    n = len(funcs)
+    results = _aligned(data.get("result"), n, listed)
+    expecteds = _aligned(data.get("expected"), n, listed)
+    options = [o or {} for o in _aligned(data.get("options"), n, listed)]
+
+    details: list[MetricDetail] = []
+    for i, func in enumerate(funcs):
+        d = _score_one(resolved, env, i, func, results[i], expecteds[i], options[i])
+        details.append(d)
+        if not listed:
+            return done(d.score or 0.0, d.error or f"{func} = {d.score}", details)
+        if ev.conj == "and" and d.score == 0.0:
+            details += [MetricDetail(func=f, skipped=True) for f in funcs[i + 1:]]
+            return done(0.0, f"conj and: metric {i} ({func}) scored 0", details)
+        if ev.conj == "or" and d.score == 1.0:
+            details += [MetricDetail(func=f, skipped=True) for f in funcs[i + 1:]]
+            return done(1.0, f"conj or: metric {i} ({func}) scored 1", details)
+    scores = [d.score or 0.0 for d in details]
+    score = sum(scores) / len(scores) if ev.conj == "and" else max(scores)
+    return done(score, f"conj {ev.conj}: {'mean' if ev.conj == 'and' else 'max'} of {scores}",
+                details)
+
+
+__all__ = ["EvalResult", "MetricDetail", "ensure_supported", "evaluate", "preview"]
