@@ -134,7 +134,12 @@ class HoloComputerAgent:
         )
 
     def run(self, env: ComputerEnv, max_steps: int) -> Trajectory:
-        """Run one episode until an answer, ``max_steps`` Steps, malformed output or env end."""
+        """Run one episode until an answer, ``max_steps`` Steps, malformed output or env end.
+
+        Raises ``ModelEndpointError`` (endpoint trouble after retries), ``HarnessRequestError``
+        (the endpoint rejected a request as malformed), and whatever the env raises
+        (``InfraError`` subclasses); the partial ``Trajectory`` is attached as ``exc.trajectory``.
+        """
         instruction = env.instruction
         traj = Trajectory(instruction=instruction)
         conv = Conversation(self.system_prompt, instruction, self.image_budget)
@@ -142,8 +147,14 @@ class HoloComputerAgent:
             self.recorder.start(instruction, self.system_prompt, self.settings())
         try:
             self._loop(env, max_steps, conv, traj)
+        except BaseException as exc:
+            # Endpoint/env/harness errors propagate; the partial episode rides along on the
+            # exception (``exc.trajectory``) and is recorded with ``end`` null.
+            traj.error = f"{type(exc).__name__}: {exc}"
+            exc.trajectory = traj  # type: ignore[attr-defined]
+            raise
         finally:
-            if self.recorder is not None and traj.end is not None:
+            if self.recorder is not None:
                 self.recorder.finish(traj)
         return traj
 

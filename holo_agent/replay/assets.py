@@ -23,7 +23,7 @@ pre { white-space:pre-wrap; word-break:break-word; background:var(--panel2); pad
   border-radius:6px; border:1px solid var(--border); margin:6px 0 0; font-size:12px;
   max-height:320px; overflow:auto; }
 .filmstrip { position:sticky; top:0; z-index:5; display:flex; gap:6px; overflow-x:auto;
-  padding:8px 24px; background:rgba(15,17,21,.96); border-bottom:1px solid var(--border); }
+  padding:8px 24px; background:var(--bg); border-bottom:1px solid var(--border); }
 .thumb { flex:0 0 auto; width:96px; cursor:pointer; border:2px solid transparent;
   border-radius:5px; background:var(--panel); padding:2px; text-align:center; color:var(--muted);
   font-size:11px; }
