@@ -19,6 +19,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from PIL import Image
 
+from computer_env.errors import ConfigurationError
 from computer_env.realtimegym.games import MAX_TURNS, check_load, game_spec
 
 log = logging.getLogger(__name__)
@@ -82,7 +83,7 @@ class RealtimeGymBackend:
         check_load(load)
         ok, reason = realtimegym_available()
         if not ok:
-            raise RuntimeError(reason)
+            raise ConfigurationError(reason)
         import realtimegym  # noqa: PLC0415 - optional dependency, imported lazily
 
         self.game, self.load, self.seed = spec.name, load, seed

@@ -1,0 +1,161 @@
+"""GameComputerEnv on the real RealtimeGym games, plus cases and score normalisation.
+
+The end-to-end tests need RealtimeGym (installed from its git repository); without it they are
+skipped with the reason :func:`realtimegym_available` gives. Everything else always runs.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import subprocess
+import sys
+
+import pytest
+from PIL import Image
+
+from computer_env.base import KeyPress
+from computer_env.errors import ConfigurationError
+from computer_env.realtimegym import (
+    GAMES,
+    PANEL_HEIGHT,
+    GameCase,
+    GameComputerEnv,
+    ReferencePlayer,
+    all_cases,
+    normalize_score,
+    realtimegym_available,
+)
+
+log = logging.getLogger(__name__)
+AVAILABLE, REASON = realtimegym_available()
+needs_realtimegym = pytest.mark.skipif(not AVAILABLE, reason=REASON)
+FRAME_SIZES = {"freeway": (540, 600), "snake": (390, 390)}  # Overcooked's depends on the layout
+
+
+def test_all_cases_ids_and_filters() -> None:
+    cases = all_cases()
+    assert len(cases) == 3 * 3 * 8
+    ids = [c.case_id for c in cases]
+    assert len(set(ids)) == len(ids)
+    assert "freeway/H/seed3" in ids and "overcooked/E/seed0" in ids and "snake/M/seed7" in ids
+    some = all_cases(games=["Snake"], loads=["E", "H"], seeds=[0, 5])
+    assert [c.case_id for c in some] == ["snake/E/seed0", "snake/E/seed5", "snake/H/seed0",
+                                         "snake/H/seed5"]
+    assert GameCase("freeway", "H", 3).case_id == "freeway/H/seed3"
+    with pytest.raises(ValueError):
+        all_cases(games=["pacman"])
+    with pytest.raises(ValueError):
+        all_cases(loads=["X"])
+    with pytest.raises(ValueError):
+        GameCase("snake", "E", 8)
+
+
+@pytest.mark.parametrize("game", GAMES)
+def test_normalize_score_bounds(game: str) -> None:
+    raws = [-1000, -1, 0, 1, 5, 20, 37, 60, 91, 100, 185, 1000]
+    values = [normalize_score(game, r) for r in raws]
+    assert all(0.0 <= v <= 1.0 for v in values)
+    assert values == sorted(values)  # monotone
+    assert normalize_score(game, 0) == 0.0 and normalize_score(game, 1000) == 1.0
+
+
+def test_normalize_score_anchors() -> None:
+    assert normalize_score("freeway", 91) == 1.0  # the top in 9 turns
+    assert normalize_score("freeway", 0) == 0.0  # never reached the top
+    assert normalize_score("snake", 37) == 1.0 and normalize_score("snake", -1) == 0.0
+    assert normalize_score("overcooked", 185) == 1.0
+    assert 0 < normalize_score("overcooked", 20) < 0.2
+
+
+def test_package_imports_without_realtimegym() -> None:
+    code = ("import sys; sys.modules['realtimegym'] = None\n"
+            "import computer_env.realtimegym as m\n"
+            "ok, reason = m.realtimegym_available()\n"
+            "assert not ok and 'realtimegym' in reason and 'git repository' in reason, reason\n"
+            "try:\n    m.GameComputerEnv('snake', 'E', 0)\n"
+            "except Exception as e:\n    print(type(e).__name__, e)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("ConfigurationError RealtimeGym is not usable")
+
+
+def test_unavailable_reason_in_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "pygame", None)
+    ok, reason = realtimegym_available()
+    assert not ok and "'pygame'" in reason
+    with pytest.raises(ConfigurationError, match="not usable"):
+        GameComputerEnv("freeway", "E", 0)
+
+
+def _assert_real_frame(env: GameComputerEnv) -> None:
+    obs = env.observe()
+    image = Image.open(io.BytesIO(obs.image)).convert("RGB")
+    assert image.size == (obs.width, obs.height)
+    game_h = obs.height - PANEL_HEIGHT
+    if env.game in FRAME_SIZES:
+        assert (obs.width, game_h) == FRAME_SIZES[env.game]
+    frame = image.crop((0, 0, obs.width, game_h))
+    colours = frame.getcolors(maxcolors=1 << 20)
+    assert colours is not None and len(colours) > 20  # sprites, not a flat fill
+    assert max(n for n, _ in colours) < 0.9 * obs.width * game_h
+
+
+def _play(case: GameCase, pacing: str) -> GameComputerEnv:
+    env = GameComputerEnv(case.game, case.load, case.seed, pacing=pacing,  # type: ignore[arg-type]
+                          turn_seconds=0.1)
+    player = ReferencePlayer(env)
+    try:
+        _assert_real_frame(env)
+        while not env.done:
+            env.step(KeyPress(key=player.next_key()))
+            env.observe()
+        env.finish("")
+    finally:
+        env.close()
+    return env
+
+
+@needs_realtimegym
+@pytest.mark.parametrize("pacing", ["turn", "realtime"])
+@pytest.mark.parametrize("case", all_cases(seeds=[0]), ids=lambda c: c.case_id)
+def test_reference_policy_end_to_end(case: GameCase, pacing: str,
+                                     record_property: pytest.RecordProperty) -> None:
+    env = _play(case, pacing)
+    norm = normalize_score(case.game, env.score)
+    record_property("score", env.score)
+    record_property("normalized", norm)
+    record_property("default_turns", env.default_turns)
+    log.info("%s %s: score %s (normalised %.3f), %d turns, %d default", case.case_id, pacing,
+             env.score, norm, env.turns, env.default_turns)
+    assert env.done and 0 < env.turns <= 100 and 0.0 <= norm <= 1.0
+    assert len(env.history) == env.turns
+    if pacing == "turn":
+        assert env.default_turns == 0 or case.game == "snake"  # snake: played out after a crash
+        assert norm > 0, "the reference policy should score on every game"
+    if case.game == "freeway":
+        assert env.score > 0  # reached the top
+
+
+@needs_realtimegym
+def test_keys_move_the_real_games() -> None:
+    env = GameComputerEnv("freeway", "E", 0)
+    try:
+        start = env.read_state(lambda raw: raw.pos)
+        env.step(KeyPress(key="w"))
+        assert env.read_state(lambda raw: raw.pos) in (start - 1, 9)  # up, or hit and sent back
+        assert env.history[-1].action == "U"
+    finally:
+        env.close()
+    oc = GameComputerEnv("overcooked", "E", 0)
+    try:
+        def chef(raw: object) -> tuple[int, int]:
+            return tuple(raw.gym_env.base_env.state.players[0].position)  # type: ignore[attr-defined]
+
+        x, y = oc.read_state(chef)
+        oc.step(KeyPress(key="a"))  # the partner starts above, so move sideways first
+        assert oc.history[-1].action == "L" and oc.read_state(chef) == (x - 1, y)
+        oc.step(KeyPress(key="w"))  # the screen's up is the game's D (a row up on screen)
+        assert oc.history[-1].action == "D" and oc.read_state(chef)[1] in (y - 1, y)
+    finally:
+        oc.close()
