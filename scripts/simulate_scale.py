@@ -229,7 +229,9 @@ def print_rows(rows: list[dict[str, float]], title: str) -> None:
 
 
 def measure_xdist(counts: Sequence[int]) -> None:
-    """Time pytest-xdist with N trivial workers on 369 trivial tests (controller overhead)."""
+    """Time pytest-xdist with N trivial workers on 369 trivial tests (controller overhead), and
+    read each worker's resident memory (what one controller machine pays per worker)."""
+    import os
     import subprocess
     import tempfile
     import time
@@ -237,19 +239,29 @@ def measure_xdist(counts: Sequence[int]) -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         test = Path(tmp) / "test_trivial.py"
-        test.write_text("import pytest\n\n@pytest.mark.parametrize('i', range(369))\n"
-                        "def test_t(i):\n    assert i >= 0\n")
-        print(f"{'workers':>7} {'wall_s':>8} {'per-worker_s':>13}")
+        test.write_text(
+            "import os, pathlib, pytest\n\n"
+            "@pytest.mark.parametrize('i', range(369))\n"
+            "def test_t(i):\n"
+            "    rss = [l for l in open('/proc/self/status') if l.startswith('VmRSS')][0]\n"
+            "    name = os.environ.get('PYTEST_XDIST_WORKER', 'main')\n"
+            "    pathlib.Path(f'rss-{name}.txt').write_text(rss.split()[1])\n")
+        print(f"{'workers':>7} {'wall_s':>8} {'extra_s/worker':>15} {'worker_RSS_MiB':>15}")
         base = None
         for n in counts:
+            for old in Path(tmp).glob("rss-*.txt"):
+                old.unlink()
             args = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(test)]
             if n > 0:
                 args += ["-n", str(n)]
             t0 = time.monotonic()
-            subprocess.run(args, cwd=tmp, check=True, capture_output=True)
+            subprocess.run(args, cwd=tmp, check=True, capture_output=True,
+                           env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
             wall = time.monotonic() - t0
             base = wall if base is None else base
-            print(f"{n:>7} {wall:>8.2f} {(wall - base) / max(1, n):>13.2f}")
+            rss = [int(f.read_text()) / 1024 for f in Path(tmp).glob("rss-*.txt")]
+            print(f"{n:>7} {wall:>8.2f} {(wall - base) / max(1, n):>15.2f} "
+                  f"{statistics.mean(rss):>15.1f}")
 
 
 def main(argv: list[str] | None = None) -> int:
