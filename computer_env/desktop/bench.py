@@ -1,4 +1,4 @@
-"""``python -m computer_env.desktop.bench [--runs N] [--json]``: speed and memory of the local desktop.
+"""``python -m computer_env.desktop.bench [--runs N] [--json]``: local desktop speed and memory.
 
 Measures, over N runs each: sandbox start to ready, reset to ready, a 1920x1080 screenshot over
 the API (PNG and JPEG), one click through the fast path (``/actions``) and the same click the

@@ -269,3 +269,26 @@ def test_close_removes_the_network() -> None:
         p.close()  # idempotent
     assert set(netns._list_netns()) <= before and label not in _iptables()
     assert not Path(f"/sys/class/net/{host_if}").exists()
+
+
+CHROMIUM = ("chromium --remote-debugging-port=9222 --no-first-run --no-default-browser-check "
+            "--disable-background-networking --disable-component-update --disable-sync "
+            "--password-store=basic --user-data-dir=$HOME/.chromium-task about:blank")
+
+
+def test_apps_start_cleanly_in_the_sandbox(desktop: LocalSandboxProvider) -> None:
+    """xterm, mousepad, Chromium (its own sandbox kept: no --no-sandbox) and LibreOffice Calc
+    open their main windows with no first-run dialog; Chrome's CDP answers inside."""
+    handle = desktop.reset()
+    with _client(handle) as c:
+        for cmd in ("xterm", "mousepad", CHROMIUM, "soffice --calc"):
+            assert c.post("/setup/launch", json={"command": cmd, "shell": True}).status_code == 200
+    wanted = ("xterm", "Mousepad", "Chromium", "LibreOffice Calc")
+    titles = wait_for(lambda: (lambda out: out if all(w in out for w in wanted) else "")(
+        sh(handle, "wmctrl -l")["output"]), "all four app windows", timeout=60)
+    assert "Tip of the Day" not in titles and "Recovery" not in titles, titles
+    cdp = wait_for(lambda: sh(handle, "curl -s -m 2 http://127.0.0.1:9222/json/version")[
+        "output"], "Chrome's remote debugging port")
+    assert '"Browser"' in cdp
+    assert "no-sandbox" not in sh(handle, "ps -eo args | grep -i chromium")["output"]
+    desktop.reset()

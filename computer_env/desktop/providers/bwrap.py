@@ -55,7 +55,8 @@ GROUP = f"root:x:0:\nuser:x:{GUEST_UID}:\nnogroup:x:65534:\n"
 
 
 def session_env(*, width: int, height: int, home: str, template: str, token_file: str,
-                scratch: str, host: str, port: int, display: str, guard: str = "") -> dict[str, str]:
+                scratch: str, host: str, port: int, display: str,
+                guard: str = "") -> dict[str, str]:
     """Environment of the session (the same keys sandboxed and unsandboxed)."""
     return {
         # The server's interpreter first: OSWorld runs actions as `python -c "import pyautogui"`.

@@ -17,6 +17,7 @@ import secrets
 import shutil
 import signal
 import socket
+import tempfile
 import threading
 import time
 import weakref
@@ -108,7 +109,7 @@ class LocalSandboxProvider(DesktopProvider):
     def __init__(self, *, width: int = 1920, height: int = 1080, unsandboxed: bool = False,
                  ready_timeout: float = 60.0, bwrap_path: str | None = None,
                  search_path: str | None = None) -> None:
-        """``bwrap_path`` forces a binary; ``search_path`` replaces ``$PATH`` when looking for it."""
+        """``bwrap_path`` forces a binary; ``search_path`` replaces ``$PATH`` to look for it."""
         self.width, self.height = width, height
         self.unsandboxed = unsandboxed
         self.ready_timeout = ready_timeout
@@ -132,6 +133,8 @@ class LocalSandboxProvider(DesktopProvider):
             if self._handle is not None and self._res.session is not None:
                 return self._handle
             _install_sigterm_handler()
+            if not self._fin.fin.alive:  # started again after close()
+                self._fin = _Finalizer(self, self._res)
             try:
                 return self._start_unsandboxed() if self.unsandboxed else self._start_sandbox()
             except BaseException:
@@ -222,8 +225,7 @@ class LocalSandboxProvider(DesktopProvider):
             raise ConfigurationError(f"the local desktop needs {', '.join(missing)} installed")
         _HOST_STATE_ROOT.mkdir(mode=0o700, parents=True, exist_ok=True)
         self._template = ensure_template(_HOST_STATE_ROOT)
-        state_dir = Path(os.path.realpath(
-            __import__("tempfile").mkdtemp(prefix="desktop-", dir=_HOST_STATE_ROOT)))
+        state_dir = Path(tempfile.mkdtemp(prefix="desktop-", dir=_HOST_STATE_ROOT)).resolve()
         self._res.state_dir = state_dir
         bwrap.write_state(state_dir, self._token)
         with socket.socket() as s:

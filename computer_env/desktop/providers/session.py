@@ -74,7 +74,8 @@ class SandboxSession:
         try:
             with open(log_file, "wb") as out:
                 self.proc = proc.spawn(build_argv(write_fd), env={"PATH": "/usr/bin:/bin"},
-                                       netns=netns, uid=uid, gid=uid, binds=binds, pass_fds=(write_fd,),
+                                       netns=netns, uid=uid, gid=uid, binds=binds,
+                                       pass_fds=(write_fd,),
                                        stdout=out, stderr=out, cwd="/")
         except BaseException:
             os.close(read_fd)
