@@ -65,6 +65,13 @@ def _is_connection_error(exc: BaseException) -> bool:
     return False
 
 
+def _alive(ctx: TaskContext) -> bool:
+    try:
+        return bool(ctx.client.ping())
+    except Exception:  # noqa: BLE001 - a failing ping means not alive
+        return False
+
+
 # ------------------------------------------------------------------------------ upstream
 
 def _filter_kwargs(fn: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -157,7 +164,7 @@ def run_setup(
         except SetupError:
             raise
         except Exception as exc:  # noqa: BLE001 - every failure is mapped to an infra error
-            if _is_connection_error(exc):
+            if _is_connection_error(exc) or not _alive(ctx):
                 raise VMUnreachable(f"{phase} step {index} ({step.type}): desktop unreachable: "
                                     f"{exc}") from exc
             kind = "infra" if isinstance(exc, InfraError) else type(exc).__name__

@@ -48,12 +48,23 @@ class ShimController:
         except VMUnreachable as exc:
             raise _infra(what, exc) from exc
         except DesktopRequestError as exc:
+            self._confirm_alive(what)
             logger.warning("controller %s: server answered %s", what, exc)
             return None
 
+    def _confirm_alive(self, what: str) -> None:
+        """A negative answer (404, error) only counts when the desktop server is demonstrably
+        alive: a dead VM's address may be answered by something else on the network."""
+        if not self._client.ping():
+            raise EvaluatorInfraError(f"evaluator could not {what}: the desktop server at "
+                                      f"{self.http_server} does not answer")
+
     def get_file(self, file_path: str) -> bytes | None:
-        """A guest file's bytes; None when it does not exist."""
-        return self._call(f"read {file_path}", self._client.read_file, file_path)
+        """A guest file's bytes; None when it does not exist (on a live server)."""
+        data = self._call(f"read {file_path}", self._client.read_file, file_path)
+        if data is None:
+            self._confirm_alive(f"read {file_path}")
+        return data
 
     def get_screenshot(self) -> bytes | None:
         return self._call("take a screenshot", self._client.screenshot)

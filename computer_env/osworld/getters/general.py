@@ -21,6 +21,7 @@ def _run(env: Any, config: dict[str, Any]) -> Any:
     except VMUnreachable as exc:
         raise EvaluatorInfraError(f"vm_command_line: desktop unreachable: {exc}") from exc
     except DesktopRequestError:
+        env.controller._confirm_alive("run a command")
         return None
 
 
