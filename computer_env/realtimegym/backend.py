@@ -11,8 +11,10 @@ import importlib
 import io
 import logging
 import os
+import shutil
 import tempfile
 import threading
+import weakref
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -27,6 +29,13 @@ _STDOUT_LOCK = threading.Lock()
 
 _REQUIRED_MODULES = ("realtimegym", "pygame", "numpy", "pandas", "scipy", "gym", "IPython",
                      "ipywidgets", "imageio", "tqdm")
+
+_REQUIRED_ASSETS = (
+    "render/assets/freeway/chicken.png",
+    "render/assets/snake/apple.png",
+    "overcooked_new/src/overcooked_ai_py/data/layouts/cc_easy.layout",
+    "overcooked_new/src/overcooked_ai_py/data/graphics/chefs.png",
+)
 
 
 @runtime_checkable
@@ -56,6 +65,7 @@ GameFactory = Callable[[str, str, int], GameBackend]
 
 def realtimegym_available() -> tuple[bool, str]:
     """Whether RealtimeGym and the modules its games import can be loaded, and why not."""
+    _quiet_sdl()
     for name in _REQUIRED_MODULES:
         try:
             importlib.import_module(name)
@@ -64,6 +74,16 @@ def realtimegym_available() -> tuple[bool, str]:
                 f"RealtimeGym is not usable: importing {name!r} failed ({exc}). Install it from "
                 "its git repository (wenyl22/RealtimeGym) with `pip install --no-deps -e <clone>` "
                 "plus pygame numpy pandas scipy gym tqdm imageio ipython ipywidgets."
+            )
+    import realtimegym  # noqa: PLC0415 - imported above, so this is only a lookup
+
+    root = Path(realtimegym.__file__).parent / "environments"
+    for asset in _REQUIRED_ASSETS:
+        if not (root / asset).is_file():
+            return False, (
+                f"RealtimeGym is installed without its game assets ({root / asset} is missing): "
+                "a non-editable install leaves out its sprites and layouts; install it with "
+                "`pip install --no-deps -e <clone of wenyl22/RealtimeGym>`."
             )
     return True, "RealtimeGym is installed"
 
@@ -87,7 +107,6 @@ class RealtimeGymBackend:
         import realtimegym  # noqa: PLC0415 - optional dependency, imported lazily
 
         self.game, self.load, self.seed = spec.name, load, seed
-        self._workdir = Path(tempfile.mkdtemp(prefix="rtgym-"))
         with self._quiet():
             # Overcooked's setup creates ./vislogs/... relative to the working directory.
             before = Path("vislogs").exists()
@@ -95,7 +114,10 @@ class RealtimeGymBackend:
                 spec.env_id(load), seed=seed, render=True)
             if not before and Path("vislogs").is_dir():
                 _remove_empty_tree(Path("vislogs"))
-        if hasattr(self.raw, "run_dir"):
+        self._workdir: Path | None = None
+        if hasattr(self.raw, "run_dir"):  # Overcooked: keep anything it writes out of the cwd
+            self._workdir = Path(tempfile.mkdtemp(prefix="rtgym-"))
+            weakref.finalize(self, shutil.rmtree, self._workdir, ignore_errors=True)
             self.raw.run_dir = self._workdir
         self.turn = 0
         self.terminal = False
@@ -140,16 +162,12 @@ class RealtimeGymBackend:
 
     def close(self) -> None:
         """Remove the scratch directory."""
-        _remove_empty_tree(self._workdir, force=True)
+        if self._workdir is not None:
+            shutil.rmtree(self._workdir, ignore_errors=True)
 
 
-def _remove_empty_tree(path: Path, *, force: bool = False) -> None:
-    """Remove ``path`` if it holds only empty directories (everything, with ``force``)."""
-    if force:
-        import shutil  # noqa: PLC0415
-
-        shutil.rmtree(path, ignore_errors=True)
-        return
+def _remove_empty_tree(path: Path) -> None:
+    """Remove ``path`` if it holds only empty directories."""
     for sub in sorted(path.rglob("*"), key=lambda p: len(p.parts), reverse=True):
         if sub.is_dir() and not any(sub.iterdir()):
             sub.rmdir()
