@@ -107,7 +107,8 @@ class Conversation:
                 }
             else:
                 middle = {"type": "text", "text": EVICTED}
-            parts = [{"type": "text", "text": OBS_OPEN}, middle, {"type": "text", "text": OBS_CLOSE}]
+            parts = [{"type": "text", "text": OBS_OPEN}, middle,
+                     {"type": "text", "text": OBS_CLOSE}]
             if obs_i == 0:
                 task = {"type": "text", "text": f"{TASK_OPEN}\n{self.instruction}\n{TASK_CLOSE}"}
                 parts.insert(0, task)

@@ -12,7 +12,8 @@ from holo_agent.tools import step_json_schema_text
 
 _TOOLS_HELP = """\
 Tools (the `tool_call` object; `tool_name` plus the arguments as siblings):
-- click(element, x, y), double_click(element, x, y), right_click(element, x, y), move_to(element, x, y)
+- click(element, x, y), double_click(element, x, y), right_click(element, x, y)
+- move_to(element, x, y): hover
 - write(content, press_enter=false): types into the focused element (click it first if needed)
 - press_key(key): one key, pyautogui names (enter, tab, escape, f2, up, a, ...)
 - hotkey(keys): 1-5 keys pressed together, e.g. ["ctrl", "s"]

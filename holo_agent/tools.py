@@ -229,7 +229,7 @@ def is_infeasible(content: str) -> bool:
 
 
 def to_input_event(call: Any, width: int, height: int) -> InputEvent:
-    """Convert a (non-answer) tool call into a ``computer_env`` event in pixels of ``width``x``height``."""
+    """Convert a non-answer tool call into a ``computer_env`` event in pixels of a w x h image."""
 
     def px(x: int, y: int) -> tuple[int, int]:
         return to_pixel(x, width), to_pixel(y, height)

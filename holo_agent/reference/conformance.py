@@ -95,7 +95,9 @@ def _observations(msg_index: int, msg: dict[str, Any]) -> tuple[list[bool], Viol
                                       "after exactly one image or placeholder part")
             mid = parts[i + 1]
             if mid.get("type") in _IMAGE_TYPES:
-                url = (mid.get("image_url") or {}).get("url", "") if mid.get("type") == "image_url" else ""
+                url = ""
+                if mid.get("type") == "image_url":
+                    url = (mid.get("image_url") or {}).get("url", "")
                 if not url.startswith("data:image/"):
                     return out, Violation("observation-wrapper",
                                           f"{where}: screenshot is not a data:image/ URL")

@@ -193,7 +193,8 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, fmt: str, *args: Any) -> None:
         log.debug("reference endpoint: " + fmt, *args)
 
-    def _send(self, code: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
+    def _send(self, code: int, payload: dict[str, Any],
+              headers: dict[str, str] | None = None) -> None:
         data = json.dumps(payload).encode("utf-8")
         self.send_response(code)
         self.send_header("Content-Type", "application/json")

@@ -72,7 +72,8 @@ JS = """
     document.body.setAttribute('data-current', String(i));
     if (scroll !== false) {
       var bar = document.querySelector('.filmstrip');
-      var top = steps[i].getBoundingClientRect().top + window.scrollY - (bar ? bar.offsetHeight : 0) - 8;
+      var top = steps[i].getBoundingClientRect().top + window.scrollY
+        - (bar ? bar.offsetHeight : 0) - 8;
       window.scrollTo({top: top, behavior: 'auto'});
     }
   }
@@ -80,8 +81,9 @@ JS = """
   steps.forEach(function (s, i) { s.addEventListener('click', function () { go(i, false); }); });
   document.addEventListener('keydown', function (e) {
     if (e.target && /INPUT|TEXTAREA|SELECT/.test(e.target.tagName)) return;
-    if (e.key === 'j' || e.key === 'ArrowDown' || e.key === 'ArrowRight') { go(current + 1); e.preventDefault(); }
-    else if (e.key === 'k' || e.key === 'ArrowUp' || e.key === 'ArrowLeft') { go(current - 1); e.preventDefault(); }
+    var next = ['j', 'ArrowDown', 'ArrowRight'], prev = ['k', 'ArrowUp', 'ArrowLeft'];
+    if (next.indexOf(e.key) >= 0) { go(current + 1); e.preventDefault(); }
+    else if (prev.indexOf(e.key) >= 0) { go(current - 1); e.preventDefault(); }
     else if (e.key === 'Home') { go(0); e.preventDefault(); }
     else if (e.key === 'End') { go(steps.length - 1); e.preventDefault(); }
   });

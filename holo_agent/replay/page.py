@@ -81,7 +81,8 @@ def _overlay(call: dict[str, Any], size: list[int] | None) -> str:
                     f'stroke="{color}" {stroke}/><line x1="{x:.1f}" y1="{y - 2 * r:.1f}" '
                     f'x2="{x:.1f}" y2="{y + 2 * r:.1f}" stroke="{color}" {stroke}/>')
             if name == "double_click":
-                body += f'<circle cx="{x:.1f}" cy="{y:.1f}" r="{r * 1.6:.1f}" stroke="{color}" {stroke}/>'
+                body += (f'<circle cx="{x:.1f}" cy="{y:.1f}" r="{r * 1.6:.1f}" '
+                         f'stroke="{color}" {stroke}/>')
     elif name == "drag":
         a, b = p(call.get("from_x"), call.get("from_y")), p(call.get("to_x"), call.get("to_y"))
         if a and b:
@@ -94,7 +95,8 @@ def _overlay(call: dict[str, Any], size: list[int] | None) -> str:
             str(call.get("direction")), (0, 1))
         x, y = pt
         body = (f'<circle cx="{x:.1f}" cy="{y:.1f}" r="{r:.1f}" stroke="#2fbf71" {stroke}/>'
-                f'<line x1="{x:.1f}" y1="{y:.1f}" x2="{x + dx * 4 * r:.1f}" y2="{y + dy * 4 * r:.1f}" '
+                f'<line x1="{x:.1f}" y1="{y:.1f}" '
+                f'x2="{x + dx * 4 * r:.1f}" y2="{y + dy * 4 * r:.1f}" '
                 f'stroke="#2fbf71" {stroke} marker-end="url(#arrow-g)"/>')
     if not body:
         return ""
@@ -117,17 +119,21 @@ def _action_text(call: dict[str, Any]) -> str:
 def _field(label: str, value: Any, cls: str = "value") -> str:
     if value is None or value == "":
         return ""
-    return f'<div class="field"><div class="label">{_e(label)}</div><div class="{cls}">{_e(value)}</div></div>'
+    return (f'<div class="field"><div class="label">{_e(label)}</div>'
+            f'<div class="{cls}">{_e(value)}</div></div>')
 
 
 def _step_html(i: int, row: dict[str, Any], reasoning: str | None, src: str | None) -> str:
     call = row.get("tool_call") or {}
-    shot = (f'<img src="{_e(src)}" alt="screenshot {_e(row.get("screenshot"))}" loading="lazy">'
-            f'{_overlay(call, row.get("image_size"))}') if src else '<div class="noshot">no screenshot</div>'
+    shot = '<div class="noshot">no screenshot</div>'
+    if src:
+        shot = (f'<img src="{_e(src)}" alt="screenshot {_e(row.get("screenshot"))}" '
+                f'loading="lazy">{_overlay(call, row.get("image_size"))}')
     typed = ""
     if call.get("tool_name") == "write":
         enter = " ⏎" if call.get("press_enter") else ""
-        typed = f'<div class="field"><div class="label">typed</div><span class="typed">{_e(call.get("content"))}{enter}</span></div>'
+        typed = (f'<div class="field"><div class="label">typed</div>'
+                 f'<span class="typed">{_e(call.get("content"))}{enter}</span></div>')
     elif call.get("tool_name") in ("press_key", "hotkey"):
         keys = call.get("keys") or [call.get("key")]
         typed = '<div class="field"><div class="label">keys</div>' + "+".join(
@@ -139,7 +145,9 @@ def _step_html(i: int, row: dict[str, Any], reasoning: str | None, src: str | No
         stats.append(f"{row['attempts']} attempts")
     if row.get("pixel"):
         stats.append("px " + ", ".join(f"{k}={v}" for k, v in row["pixel"].items()))
-    title = f"Step {row.get('step', i)}" + (f" · re-ask {row['reask']}" if row.get("reask") else "")
+    title = f"Step {row.get('step', i)}"
+    if row.get("reask"):
+        title += f" · re-ask {row['reask']}"
     badge = '<span class="badge bad">error</span>' if row.get("error") else ""
     parts = [
         f'<h2>{_e(title)} {badge}</h2>',
@@ -151,7 +159,8 @@ def _step_html(i: int, row: dict[str, Any], reasoning: str | None, src: str | No
         _field("raw output", row.get("raw_output")),
         _field("tool output", row.get("tool_output")),
         f'<div class="stats">{"".join(f"<span>{_e(s)}</span>" for s in stats)}</div>',
-        (f'<details class="reasoning"><summary>reasoning</summary><pre>{_e(reasoning)}</pre></details>'
+        (f'<details class="reasoning"><summary>reasoning</summary>'
+         f'<pre>{_e(reasoning)}</pre></details>'
          if reasoning else ""),
     ]
     return (f'<section class="step" id="step-{i}" data-index="{i}"><div class="shot">{shot}</div>'
@@ -159,7 +168,8 @@ def _step_html(i: int, row: dict[str, Any], reasoning: str | None, src: str | No
 
 
 def _header(result: dict[str, Any], agent: dict[str, Any], summary: dict[str, Any]) -> str:
-    instruction = result.get("instruction") or agent.get("instruction") or summary.get("instruction")
+    instruction = (result.get("instruction") or agent.get("instruction")
+                   or summary.get("instruction"))
     badges = []
     outcome = result.get("outcome")
     if outcome is not None:
@@ -183,7 +193,8 @@ def _header(result: dict[str, Any], agent: dict[str, Any], summary: dict[str, An
     if result.get("evaluator") is not None:
         ev = result["evaluator"]
         text = ev if isinstance(ev, str) else json.dumps(ev, indent=2, ensure_ascii=False)
-        extra += f'<details class="evaluator" open><summary>evaluator</summary><pre>{_e(text)}</pre></details>'
+        extra += (f'<details class="evaluator" open><summary>evaluator</summary>'
+                  f'<pre>{_e(text)}</pre></details>')
     totals = summary.get("totals") or {}
     if totals:
         extra += ('<div class="stats">' + "".join(

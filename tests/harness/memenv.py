@@ -49,7 +49,8 @@ class MemoryEnv(ComputerEnv):
         return buf.getvalue()
 
     def observe(self) -> Observation:
-        obs = Observation(image=self._render(), width=self.width, height=self.height, mime=self.mime)
+        obs = Observation(image=self._render(), width=self.width, height=self.height,
+                          mime=self.mime)
         self.observations.append(obs)
         return obs
 

@@ -136,7 +136,8 @@ def test_malformed_output_is_reasked_then_recovers(fault: str) -> None:
     assert traj.steps[1].reask == 1 and traj.steps[1].tool_call["tool_name"] == "click"
     assert len(env.events) == 3  # nothing applied for the bad output, never a guessed click
     reask = ep.requests_seen[1]["messages"][-1]
-    assert reask["role"] == "user" and reask["content"].startswith('<tool_output tool="invalid_output">')
+    assert reask["role"] == "user"
+    assert reask["content"].startswith('<tool_output tool="invalid_output">')
 
 
 @pytest.mark.parametrize("fault", CONTENT_FAULTS)
@@ -226,7 +227,7 @@ def test_429_retry_after_is_honoured() -> None:
         traj = agent(ep.url).run(env, max_steps=1)
         waited = time.monotonic() - t0
     assert traj.steps[0].attempts == 2
-    assert waited >= 0.95, f"Retry-After: 1 not honoured (backoff base is 0.01s), took {waited:.2f}s"
+    assert waited >= 0.95, f"Retry-After: 1 not honoured (backoff 0.01s), took {waited:.2f}s"
 
 
 def test_request_breaking_a_convention_raises_harness_request_error() -> None:

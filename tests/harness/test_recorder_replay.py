@@ -201,8 +201,9 @@ def test_replay_in_headless_chromium(tmp_path: Path) -> None:
             assert page.locator("main .step").count() == 7
             assert page.locator(".filmstrip .thumb").count() == 7
             assert page.locator(".refpolicy").inner_text() == REFERENCE_LABEL
-            assert page.evaluate(
-                "Array.from(document.images).every(i => i.complete && i.naturalWidth > 0)")
+            loaded = ("sel => Array.from(document.querySelectorAll(sel))"
+                      ".every(i => i.complete && i.naturalWidth > 0)")
+            page.wait_for_function(loaded, arg=".thumb img, #step-0 img", timeout=10_000)
             assert page.locator(".shot svg circle").count() >= 2  # click and scroll markers
             assert page.locator(".shot svg line[marker-end]").count() >= 2  # drag and scroll
             assert page.locator("body").get_attribute("data-current") == "0"
@@ -210,6 +211,7 @@ def test_replay_in_headless_chromium(tmp_path: Path) -> None:
             page.keyboard.press("j")
             assert page.locator("body").get_attribute("data-current") == "2"
             assert "active" in (page.locator("#step-2").get_attribute("class") or "")
+            page.wait_for_function(loaded, arg="#step-2 img", timeout=10_000)  # lazy, now in view
             page.keyboard.press("k")
             assert page.locator("body").get_attribute("data-current") == "1"
             page.keyboard.press("ArrowDown")
