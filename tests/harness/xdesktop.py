@@ -12,7 +12,9 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import time
+from pathlib import Path
 from typing import Any
 
 _PR_SET_PDEATHSIG = 1
@@ -145,6 +147,76 @@ def wait_for_window(env: dict[str, str], needle: str, timeout: float = 30.0) -> 
     raise TimeoutError(f"gave up after {timeout:g} s waiting for a window matching {needle!r}")
 
 
+class GuestServer:
+    """The guest server as a subprocess on a free loopback port (``--port 0`` + ``--port-file``).
+
+    ``home`` becomes its HOME and cwd; ``extra_args`` e.g. ``["--osworld-only"]``.
+    """
+
+    def __init__(
+        self,
+        env: dict[str, str],
+        home: Path,
+        *,
+        token: str = "test-token-0123456789",
+        extra_args: list[str] | None = None,
+        ready_timeout: float = 20.0,
+    ) -> None:
+        self.home = home
+        self.token = token
+        self.url = ""
+        home.mkdir(parents=True, exist_ok=True)
+        state = home.parent / f".{home.name}-server"
+        state.mkdir(exist_ok=True)
+        token_file = state / "token"
+        token_file.write_text(token)
+        port_file = state / "port"
+        port_file.unlink(missing_ok=True)
+        self.log = state / "server.log"
+        server_env = dict(env, HOME=str(home))
+        venv_bin = str(Path(sys.executable).parent)
+        server_env["PATH"] = venv_bin + os.pathsep + env.get("PATH", os.defpath)
+        with self.log.open("ab") as log:
+            self.proc = subprocess.Popen(  # noqa: S603
+                [sys.executable, "-m", "computer_env.desktop.server", "--host", "127.0.0.1",
+                 "--port", "0", "--token-file", str(token_file), "--port-file", str(port_file),
+                 *(extra_args or [])],
+                env=server_env, cwd=home, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                start_new_session=True, preexec_fn=_die_with_parent,
+            )
+        deadline = time.monotonic() + ready_timeout
+        while not port_file.exists():
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.close()
+                raise RuntimeError(f"guest server did not start: {self.log.read_text()[-2000:]}")
+            time.sleep(0.01)
+        self.url = f"http://127.0.0.1:{port_file.read_text().strip()}"
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"}
+
+    def close(self, timeout: float = 10.0) -> None:
+        """SIGTERM (the server cleans up its children), then SIGKILL the group if needed."""
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                pass
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        self.proc.wait(timeout=5)
+
+    def __enter__(self) -> "GuestServer":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 def free_port() -> int:
     """A free TCP port on 127.0.0.1 (for servers that cannot bind port 0 themselves)."""
     import socket
@@ -154,4 +226,4 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-__all__ = ["XDesktop", "free_port", "wait_for_window"]
+__all__ = ["GuestServer", "XDesktop", "free_port", "wait_for_window"]

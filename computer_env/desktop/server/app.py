@@ -25,7 +25,7 @@ def create_app(config: ServerConfig) -> Flask:
         routes_windows,
     )
 
-    app = Flask("computer_env.desktop.server")
+    app = Flask("computer_env.desktop.server", static_folder=None)
     app.json.sort_keys = False  # type: ignore[attr-defined]
     app.extensions["desktop_server"] = ServerState(config)
     expected = f"Bearer {config.token}".encode()

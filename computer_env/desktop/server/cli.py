@@ -7,6 +7,7 @@ import logging
 import os
 import signal
 import sys
+import tempfile
 import threading
 from pathlib import Path
 from types import FrameType
@@ -69,7 +70,12 @@ def main(argv: list[str] | None = None) -> int:
         home=Path.home(),
         display=os.environ.get("DISPLAY"),
         extras=not args.osworld_only,
+        recording_path=Path(tempfile.gettempdir()) / f"desktop-recording-{os.getpid()}.mp4",
     )
+    try:
+        (config.home / "Desktop").mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        logger.warning("cannot create %s/Desktop: %s", config.home, exc)
     app = create_app(config)
     state = app.extensions["desktop_server"]
     state.procs.become_subreaper()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import platform
 
-from flask import Blueprint, Response, jsonify, request
+from flask import Blueprint, Response, jsonify, request, send_file
 
 from computer_env.desktop.server.http import bad_request, body, error_response, field_str
 from computer_env.desktop.server.state import state
@@ -64,3 +64,34 @@ def cursor_position() -> Response:
 def get_platform() -> str:
     """OSWorld: the OS name as text (``Linux``)."""
     return platform.system()
+
+
+@bp.post("/start_recording")
+def start_recording() -> Response | tuple[Response, int]:
+    """OSWorld: start an ffmpeg screen recording; 400 when one is running."""
+    from computer_env.desktop.server.recording import RecordingError
+
+    st = state()
+    if st.recorder.active:
+        return error_response(400, "Recording is already in progress.")
+    try:
+        st.recorder.start(st.screen.size())
+    except RecordingError as exc:
+        return error_response(500, str(exc))
+    return jsonify({"status": "success", "message": "Started recording successfully."})
+
+
+@bp.post("/end_recording")
+def end_recording() -> Response | tuple[Response, int]:
+    """OSWorld: stop the recording and answer the MP4; 400 when none is running."""
+    from computer_env.desktop.server.recording import RecordingError
+
+    st = state()
+    if not st.recorder.active:
+        return error_response(400, "No recording in progress to stop.")
+    try:
+        path = st.recorder.stop()
+    except RecordingError as exc:
+        return error_response(500, str(exc))
+    return send_file(path, mimetype="video/mp4", as_attachment=True, download_name="recording.mp4",
+                     max_age=0, conditional=False, etag=False)

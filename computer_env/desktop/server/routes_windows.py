@@ -1,5 +1,83 @@
-"""Placeholder: routes for windows are added in the next commit."""
+"""Windows: /setup/activate_window, /setup/close_window, /setup/open_file."""
 
-from flask import Blueprint
+from __future__ import annotations
+
+
+import shutil
+import time
+from pathlib import Path
+
+from flask import Blueprint, Response, jsonify
+
+from computer_env.desktop.server.http import (
+    RequestError,
+    body,
+    expand_path,
+    field_bool,
+    field_number,
+    field_str,
+)
+from computer_env.desktop.server.state import state
+from computer_env.desktop.server.windows import activate_window_id, list_windows, wmctrl_action
 
 bp = Blueprint("windows", __name__)
+
+OPEN_TIMEOUT = 60.0  # upstream waits up to 1800 s; a window that takes a minute is a failure here
+
+
+def _window_request(action: str, done: str) -> tuple[str, int]:
+    data = body()
+    name = field_str(data, "window_name") or ""
+    strict = field_bool(data, "strict")
+    by_class = field_bool(data, "by_class")
+    if wmctrl_action(action, name, strict=strict, by_class=by_class) != 0:
+        raise RequestError(404, f"Window {name} not found")
+    return done, 200
+
+
+@bp.post("/setup/activate_window")
+def activate_window() -> tuple[str, int]:
+    """OSWorld: ``{window_name, strict, by_class}`` via ``wmctrl -a``; 404 when no match."""
+    return _window_request("a", "Window activated successfully")
+
+
+@bp.post("/setup/close_window")
+def close_window() -> tuple[str, int]:
+    """OSWorld: ``{window_name, strict, by_class}`` via ``wmctrl -c``; 404 when no match."""
+    return _window_request("c", "Window closed successfully.")
+
+
+@bp.post("/setup/open_file")
+def open_file() -> str:
+    """OSWorld: ``{path, timeout?}``: xdg-open a file (or start an app by name), wait until a
+    window whose title names it exists, and raise it."""
+    data = body()
+    raw = field_str(data, "path") or ""
+    timeout = field_number(data, "timeout", OPEN_TIMEOUT, low=0.1, high=1800)
+    path = Path(expand_path(raw))
+    procs = state().procs
+    if path.exists():
+        procs.popen(["xdg-open", str(path)])
+        needles = {path.name, path.stem}
+    elif shutil.which(raw):
+        procs.popen([raw])
+        needles = {raw}
+    else:
+        raise RequestError(404, f"Application/file not found: {raw}")
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for window in list_windows():
+            if any(n and n in window.title for n in needles):
+                activate_window_id(window.wid)
+                return "File opened and window activated successfully"
+        time.sleep(0.2)
+    raise RequestError(500, f"Failed to find window for {path.name or raw} within {timeout:g} seconds.")
+
+
+@bp.get("/windows")
+def windows() -> Response:
+    """This server's extra: the managed windows ``[{id, class, title}]``."""
+    return jsonify([{"id": w.wid, "class": w.wm_class, "title": w.title} for w in list_windows()])
+
+
+

@@ -40,6 +40,7 @@ class ServerState:
         self._actions: ActionInterpreter | None = None
         self._recorder: Recorder | None = None
         self._xq: XQueries | None = None
+        self.wallpaper: Path | None = None
 
     @property
     def screen(self) -> "ScreenGrabber":
