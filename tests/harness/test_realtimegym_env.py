@@ -103,7 +103,7 @@ def _assert_real_frame(env: GameComputerEnv) -> None:
 
 def _play(case: GameCase, pacing: str) -> GameComputerEnv:
     env = GameComputerEnv(case.game, case.load, case.seed, pacing=pacing,  # type: ignore[arg-type]
-                          turn_seconds=0.1)
+                          turn_seconds=0.05)
     player = ReferencePlayer(env)
     try:
         _assert_real_frame(env)
