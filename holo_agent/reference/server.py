@@ -14,6 +14,8 @@ It is a harness check, not a model: ``/v1/models`` reports ``reference-policy`` 
    with ``usage`` (plausible token counts) and a ``reasoning_content``.
 
 ``POST /admin/faults`` with ``{"spec": "..."}`` sets faults from another process.
+``requests_seen`` keeps the last ``keep_requests`` chat request bodies (oldest first);
+``request_count`` counts them all.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import logging
 import socket
 import threading
 import time
+from collections import deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
 
@@ -81,6 +84,7 @@ class ReferenceEndpoint:
         model_name: str = "reference-policy",
         image_budget: int = 3,
         require_api_key: str | None = None,
+        keep_requests: int = 64,
     ) -> None:
         self.solutions = dict(solutions or {})
         _validate_solutions(self.solutions)
@@ -91,8 +95,10 @@ class ReferenceEndpoint:
         self._api_key = require_api_key
         self._faults = FaultPlan.parse(faults)
         self._lock = threading.Lock()
-        self.requests_seen: list[dict[str, Any]] = []
-        self.responses_sent: list[dict[str, Any]] = []
+        # Bounded: requests carry screenshots; a long run must not hold them all.
+        self.requests_seen: deque[dict[str, Any]] = deque(maxlen=keep_requests)
+        self.responses_sent: deque[dict[str, Any]] = deque(maxlen=keep_requests)
+        self.request_count = 0
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -176,7 +182,7 @@ class ReferenceEndpoint:
         prompt_t = text_chars // 4 + 1200 * count_images(body["messages"])
         completion_t = max(1, len(content) // 4) + reasoning_t
         return {
-            "id": f"chatcmpl-ref-{len(self.requests_seen)}", "object": "chat.completion",
+            "id": f"chatcmpl-ref-{self.request_count}", "object": "chat.completion",
             "created": int(time.time()), "model": self.model_name,
             "choices": [{"index": 0, "finish_reason": "stop", "message": {
                 "role": "assistant", "content": content, "reasoning_content": reasoning}}],
@@ -248,6 +254,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         with ep._lock:
             ep.requests_seen.append(body)
+            ep.request_count += 1
             decision = ep._faults.next()
         if decision.delay:
             time.sleep(decision.delay)
