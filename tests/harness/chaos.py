@@ -65,6 +65,6 @@ def _wrong_solutions(request: pytest.FixtureRequest) -> None:
     task, _ = request.getfixturevalue("osworld_task")
     if task.id in wrong:
         ws = request.getfixturevalue("worker_state")
-        ws.solutions[task.instruction] = [{
+        ws.reference.solutions[task.instruction] = [{
             "note": None, "thought": "give up at once",
             "tool_call": {"tool_name": "answer", "content": "DONE"}}]
