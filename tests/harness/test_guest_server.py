@@ -426,7 +426,7 @@ def test_libreoffice_calc_round_trip(server: GuestServer, desk: XDesktop) -> Non
     wait_for_window(desk.env, "Save", 30)
     time.sleep(0.5)
     post(server, "/actions", {"code": "pyautogui.hotkey('ctrl', 'a')"})
-    post(server, "/type", {"text": f"{out}\n"})
+    post(server, "/type", {"text": f"{out}\n"})  # the newline is a Return press
     content = wait_until(
         lambda: out.exists() and _ods_content(out), 30, f"Calc to save {out.name}"
     )
