@@ -8,7 +8,7 @@ import logging
 from flask import Flask, Response, request
 from werkzeug.exceptions import HTTPException
 
-from computer_env.desktop.server.http import RequestError, error_response
+from computer_env.desktop.server.httputil import RequestError, error_response
 from computer_env.desktop.server.state import ServerConfig, ServerState
 
 logger = logging.getLogger(__name__)

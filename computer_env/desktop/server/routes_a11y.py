@@ -6,7 +6,7 @@ import logging
 
 from flask import Blueprint, Response, jsonify
 
-from computer_env.desktop.server.http import error_response
+from computer_env.desktop.server.httputil import error_response
 
 logger = logging.getLogger(__name__)
 bp = Blueprint("a11y", __name__)

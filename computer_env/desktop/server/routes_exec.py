@@ -11,7 +11,7 @@ from typing import Any
 
 from flask import Blueprint, Response, jsonify
 
-from computer_env.desktop.server.http import (
+from computer_env.desktop.server.httputil import (
     body,
     error_response,
     field_command,

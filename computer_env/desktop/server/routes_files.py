@@ -12,7 +12,7 @@ from typing import Any
 
 from flask import Blueprint, Response, jsonify, request, send_file
 
-from computer_env.desktop.server.http import (
+from computer_env.desktop.server.httputil import (
     bad_request,
     body,
     error_response,
@@ -113,7 +113,7 @@ def change_wallpaper() -> str:
     that /wallpaper serves it back."""
     path = Path(expand_path(field_str(body(), "path") or ""))
     if not path.is_file():
-        from computer_env.desktop.server.http import RequestError
+        from computer_env.desktop.server.httputil import RequestError
 
         raise RequestError(404, f"File not found: {path}")
     state().wallpaper = path

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from flask import Blueprint, Response, jsonify
 
-from computer_env.desktop.server.http import body, error_response, field_number, field_str
+from computer_env.desktop.server.httputil import body, error_response, field_number, field_str
 from computer_env.desktop.server.state import VERSION, state
 
 bp = Blueprint("input", __name__)

@@ -6,7 +6,7 @@ import platform
 
 from flask import Blueprint, Response, jsonify, request, send_file
 
-from computer_env.desktop.server.http import bad_request, body, error_response, field_str
+from computer_env.desktop.server.httputil import bad_request, body, error_response, field_str
 from computer_env.desktop.server.state import state
 
 bp = Blueprint("screen", __name__)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from flask import Blueprint, Response, jsonify
 
-from computer_env.desktop.server.http import (
+from computer_env.desktop.server.httputil import (
     RequestError,
     body,
     expand_path,
