@@ -162,15 +162,37 @@ def timings(request: pytest.FixtureRequest) -> Iterator[dict[str, dict[str, floa
     table: dict[str, dict[str, float]] = {}
     yield table
     reporter = request.config.pluginmanager.get_plugin("terminalreporter")
-    if reporter is None or not table:
+    capture = request.config.pluginmanager.get_plugin("capturemanager")
+    if reporter is None or capture is None or not table:
         return
     cols = ("setup0", "eval0", "setup", "play", "eval", "total")
-    reporter.write_line("")
-    reporter.write_line(f"{'built-in task (seconds)':40s}" + "".join(f"{c:>8s}" for c in cols))
-    for case, row in table.items():
-        reporter.write_line(f"{case:40s}" + "".join(f"{row.get(c, 0.0):8.1f}" for c in cols))
+    lines = [f"{'built-in task (seconds)':40s}" + "".join(f"{c:>8s}" for c in cols)]
+    lines += [f"{case:40s}" + "".join(f"{row.get(c, 0.0):8.1f}" for c in cols)
+              for case, row in table.items()]
     total = sum(row.get("total", 0.0) for row in table.values())
-    reporter.write_line(f"{'all':40s}{'':40s}{total:8.1f}")
+    lines.append(f"{'all':40s}{'':40s}{total:8.1f}")
+    with capture.global_and_fixture_disabled():
+        reporter.write_line("")
+        for line in lines:
+            reporter.write_line(line)
+
+
+def _explain(result: Any, ctx: TaskContext, where: Path) -> str:
+    """The evaluator's reason, the metric inputs (text files inlined) and a final screenshot."""
+    parts = [f"{result.reason}"]
+    for d in result.detail:
+        parts.append(f"{d.func}: score={d.score} error={d.error} result={d.result!r}")
+        path = Path(str(d.result))
+        if path.is_file() and path.suffix in (".txt", ".csv", ".conf", ".log") \
+                and path.stat().st_size < 4000:
+            parts.append(f"  content: {path.read_text(errors='replace')!r}")
+    try:
+        shot = where / "final.png"
+        shot.write_bytes(ctx.client.screenshot())
+        parts.append(f"screenshot: {shot}")
+    except Exception as exc:  # noqa: BLE001 - diagnostics only
+        parts.append(f"no screenshot: {exc}")
+    return "\n".join(parts)
 
 
 def _context(desktop: Any, assets: AssetServer, task: Task, cache: Path) -> TaskContext:
@@ -229,5 +251,6 @@ def test_builtin_task(task: Task, desktop: Any, assets: AssetServer, endpoint: s
     result = evaluate(task, ctx, backend="builtin")
     row["eval"] = time.monotonic() - t0
     row["total"] = time.monotonic() - t_start
+    message = "" if result.score == 1.0 else _explain(result, ctx, tmp_path)
     ctx.client.close()
-    assert result.score == 1.0, f"{result.reason}: {result.detail}"
+    assert result.score == 1.0, message
