@@ -18,6 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
+from computer_env.desktop.client import DesktopClient
 from computer_env.desktop.providers.docker import (
     DEFAULT_GUEST_SERVER_IMAGE,
     LABEL_PID,
@@ -78,6 +79,11 @@ def test_start_token_screenshot_reset_close(docker_client: Any) -> None:
         assert shot.status_code == 200 and shot.content[:8] == b"\x89PNG\r\n\x1a\n"
         assert httpx.get(f"{handle.url}/screenshot", timeout=10).status_code == 403
         assert provider.is_alive()
+        with DesktopClient.from_handle(handle) as client:  # the real client, through the port
+            assert client.screen_size() == (1920, 1080)
+            assert client.run_pyautogui("pyautogui.moveTo(17, 23)").ok
+            assert client.cursor_position() == (17, 23)
+            assert client.execute(["python", "-c", "import pyautogui"]).returncode == 0
         first = provider._container.id
         labels = provider._container.labels
         assert labels["holo-bench.worker"] == "t-main"

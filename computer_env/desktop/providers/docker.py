@@ -107,6 +107,7 @@ class DockerProvider(DesktopProvider):
         self._handle: DesktopHandle | None = None
         self._spare: Future[tuple[Any, str | None]] | None = None
         self._bg: ThreadPoolExecutor | None = None
+        self._bg_client: Any = None  # the docker SDK's session is not shared across threads
         self._closed = False
 
     # ----------------------------------------------------------------- public API
@@ -127,6 +128,8 @@ class DockerProvider(DesktopProvider):
             return self._handle
         self._closed = False
         atexit.register(self.close)
+        if self.kind == "osworld" and not self.kvm:
+            log.warning("docker: %s", KVM_SLOWDOWN)
         container, token = self._create()
         self._handle = self._activate(container, token)
         self._launch_spare()
@@ -139,7 +142,8 @@ class DockerProvider(DesktopProvider):
         t0 = time.monotonic()
         old = self._container
         self._container, self._handle = None, None
-        self._background().submit(_remove_quietly, old)
+        if old is not None:
+            self._background().submit(_remove_by_id, self._bg_docker(), old.id)
         if self._spare is not None:
             spare, self._spare = self._spare, None
             try:
@@ -174,9 +178,10 @@ class DockerProvider(DesktopProvider):
             _remove_quietly(spare.result()[0])
         _remove_quietly(self._container)
         self._container, self._handle = None, None
-        if self._client is not None:
-            self._client.close()
-            self._client = None
+        for client in (self._client, self._bg_client):
+            if client is not None:
+                client.close()
+        self._client = self._bg_client = None
 
     # ----------------------------------------------------------------- internals
     def _docker(self) -> Any:
@@ -189,10 +194,14 @@ class DockerProvider(DesktopProvider):
             self._bg = ThreadPoolExecutor(max_workers=1, thread_name_prefix="docker-spare")
         return self._bg
 
+    def _bg_docker(self) -> Any:
+        if self._bg_client is None:
+            self._bg_client = connect(self.docker_host)
+        return self._bg_client
+
     def _launch_spare(self) -> None:
         if self.prewarm and self._spare is None and not self._closed:
-            # A separate client: the docker SDK's session is not shared across threads.
-            self._spare = self._background().submit(self._create, connect(self.docker_host), "spare")
+            self._spare = self._background().submit(self._create, self._bg_docker(), "spare")
 
     def _activate(self, container: Any, token: str | None) -> DesktopHandle:
         """Wait for ``container``'s server and build its handle (removing it on failure)."""
@@ -287,6 +296,14 @@ def _exited(container: Any) -> str | None:
     except Exception:  # noqa: BLE001
         tail = ""
     return f"status {container.status}; last log lines:\n{tail}"
+
+
+def _remove_by_id(client: Any, container_id: str) -> None:
+    try:
+        container = client.containers.get(container_id)
+    except Exception:  # noqa: BLE001 - already gone
+        return
+    _remove_quietly(container)
 
 
 def _remove_quietly(container: Any) -> None:
