@@ -1,0 +1,380 @@
+"""Model endpoints of the plugin: attach mode (``--base-url``, ``HOLO_BASE_URLS``, ``--model``,
+``--api-key``) against real reference-endpoint servers, the per-worker ``EndpointChooser``, and
+serve mode (``--serve``/``--gpus``).
+
+Serve mode uses a TEST DOUBLE of the ``vllm`` executable (``tests/harness/fake_vllm/vllm``): a
+real vLLM server needs a GPU and model weights, which cannot exist on a test machine. The double
+parses ``vllm serve MODEL --host H --port P ...``, records its command line and
+``CUDA_VISIBLE_DEVICES``, and serves the real reference endpoint in-process, so everything on the
+harness side (launch, flags, health wait, logs, teardown) is real.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import uuid
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from computer_env.errors import ConfigurationError, ModelEndpointError
+from fixtures.endpoints import (
+    Endpoint,
+    EndpointChooser,
+    VllmServers,
+    attach,
+    free_port,
+    normalize_base_url,
+)
+from fixtures.plugin import builtin_solutions_by_instruction
+from holo_agent.reference import ReferenceEndpoint
+from tests.harness.suite import (
+    ROOT,
+    SuiteRun,
+    first_smoke_tasks,
+    kill_group,
+    run_suite,
+    start_suite,
+    tagged_processes,
+    task_list_file,
+    wait_for,
+)
+
+FAKE_VLLM_DIR = Path(__file__).resolve().parent / "fake_vllm"
+FAST = ("--infra-reruns", "1", "--infra-rerun-delay", "0", "--endpoint-retries", "1",
+        "--endpoint-backoff", "0.05")
+SECRET = "sk-holo-test-" + uuid.uuid4().hex
+
+
+# -- helpers ---------------------------------------------------------------------------------
+@pytest.fixture
+def reference_pair() -> Iterator[tuple[ReferenceEndpoint, ReferenceEndpoint]]:
+    """Two real reference endpoints serving model ``holo-test`` that demand ``SECRET``."""
+    solutions = builtin_solutions_by_instruction()
+    eps = [ReferenceEndpoint(solutions, model_name="holo-test", require_api_key=SECRET)
+           for _ in range(2)]
+    for ep in eps:
+        ep.start()
+    yield eps[0], eps[1]
+    for ep in eps:
+        ep.stop()
+
+
+def dead_url() -> str:
+    return f"http://127.0.0.1:{free_port()}/v1"
+
+
+def _cache(tmp_path: Path) -> tuple[str, str]:
+    return ("-o", f"cache_dir={tmp_path / 'pytest-cache'}")
+
+
+def _one_task_file(tmp_path: Path) -> Path:
+    return task_list_file(tmp_path, first_smoke_tasks(1, exclude_domains=("chrome",)))
+
+
+def _files_containing(folder: Path, needle: str) -> list[Path]:
+    data = needle.encode()
+    return [p for p in folder.rglob("*") if p.is_file() and data in p.read_bytes()]
+
+
+def _no_task_ran(run: SuiteRun) -> None:
+    assert not list(run.run_dir.rglob("result.json")), "a task ran despite the bad configuration"
+    assert not (run.run_dir / "summary.json").exists()
+
+
+class StatusServer:
+    """A real HTTP server whose ``/v1/models`` answers 200 (a model list) or ``status``; counts
+    the probes it receives."""
+
+    def __init__(self, status: int = 200) -> None:
+        self.status = status
+        self.hits = 0
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802
+                owner.hits += 1
+                body = json.dumps({"object": "list", "data": [{"id": "m"}]}).encode()
+                self.send_response(owner.status)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+# -- unit: URLs, attach ----------------------------------------------------------------------
+@pytest.mark.parametrize("raw", ["http://gpu1:8000", "http://gpu1:8000/", "http://gpu1:8000/v1",
+                                 "http://gpu1:8000/v1/"])
+def test_normalize_base_url_adds_v1_once(raw: str) -> None:
+    assert normalize_base_url(raw) == "http://gpu1:8000/v1"
+
+
+def test_normalize_base_url_keeps_https_and_rejects_non_urls() -> None:
+    assert normalize_base_url("https://api.example.test/v1") == "https://api.example.test/v1"
+    for bad in ("gpu1:8000", "ftp://gpu1/v1", ""):
+        with pytest.raises(ConfigurationError, match="--base-url"):
+            normalize_base_url(bad)
+
+
+def test_attach_picks_the_served_model_name(reference_pair) -> None:
+    a, b = reference_pair
+    eps = attach([a.url.removesuffix("/v1"), b.url + "/"], None, None)
+    assert eps == [Endpoint(url=a.url, model="holo-test", kind="attach"),
+                   Endpoint(url=b.url, model="holo-test", kind="attach")]
+    assert attach([a.url], "holo-test", SECRET)[0].model == "holo-test"
+
+
+def test_attach_unknown_model_and_dead_url_are_configuration_errors(reference_pair) -> None:
+    a, _ = reference_pair
+    with pytest.raises(ConfigurationError, match=r"--model 'nope' is not served.*holo-test"):
+        attach([a.url], "nope", None)
+    dead = dead_url()
+    with pytest.raises(ConfigurationError, match=rf"--base-url {dead}: the endpoint does not"):
+        attach([a.url, dead], None, None)
+
+
+def test_attach_to_a_reference_endpoint_process() -> None:
+    """``python -m holo_agent.reference --port 0`` in its own process, found via /v1/models."""
+    proc = subprocess.Popen([sys.executable, "-m", "holo_agent.reference", "--port", "0"],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            text=True, start_new_session=True)
+    try:
+        url = proc.stdout.readline().strip()  # type: ignore[union-attr]
+        assert url.startswith("http://127.0.0.1:"), url
+        (ep,) = attach([url], None, None)
+        assert ep == Endpoint(url=url, model="reference-policy", kind="attach")
+    finally:
+        kill_group(proc)  # type: ignore[arg-type]
+        proc.wait(timeout=10)
+
+
+# -- unit: EndpointChooser -------------------------------------------------------------------
+def test_chooser_spreads_workers_over_endpoints() -> None:
+    servers = [StatusServer() for _ in range(3)]
+    try:
+        eps = [Endpoint(url=s.url, model="m", kind="attach") for s in servers]
+        picks = [EndpointChooser(eps, worker_index=i).pick().url for i in range(6)]
+        assert picks == [s.url for s in servers] * 2
+    finally:
+        for s in servers:
+            s.close()
+
+
+def test_chooser_skips_a_dead_endpoint_and_raises_when_all_are_dead() -> None:
+    flaky, good = StatusServer(status=503), StatusServer()
+    try:
+        eps = [Endpoint(url=flaky.url, model="m", kind="attach"),
+               Endpoint(url=good.url, model="m", kind="attach")]
+        chooser = EndpointChooser(eps, worker_index=0)
+        assert chooser.pick().url == good.url
+        assert flaky.hits == 1 and chooser.dead == {flaky.url}
+        assert chooser.pick().url == good.url
+        assert flaky.hits == 1, "a later pick probed the endpoint known to be dead"
+        good.close()
+        with pytest.raises(ModelEndpointError) as info:
+            chooser.pick()
+        assert good.url in info.value.reason and flaky.url in info.value.reason
+        assert flaky.hits == 2  # re-probed before giving up: it might have come back
+        flaky.status = 200  # it came back
+        assert chooser.pick().url == flaky.url
+        assert chooser.dead == {good.url}
+    finally:
+        flaky.close()
+
+
+def test_chooser_needs_an_endpoint() -> None:
+    with pytest.raises(ConfigurationError):
+        EndpointChooser([], worker_index=0)
+
+
+# -- session start: every URL is checked before any task (no desktop needed) -------------------
+@pytest.mark.parametrize("how", ["repeated", "comma", "env"])
+def test_every_base_url_is_checked_at_session_start(tmp_path: Path, reference_pair,
+                                                    how: str) -> None:
+    live, dead = reference_pair[0].url, dead_url()
+    args: tuple[str, ...] = ()
+    env = {}
+    if how == "repeated":
+        args = ("--base-url", live, "--base-url", dead)
+    elif how == "comma":
+        args = ("--base-url", f"{live},{dead}")
+    else:
+        env = {"HOLO_BASE_URLS": f"{live},{dead}"}
+    run = run_suite(tmp_path, "chk", *args, *_cache(tmp_path), timeout=120, env=env)
+    assert run.rc not in (0, 1), run.output[-2000:]
+    assert f"--base-url {dead}: the endpoint does not answer" in run.output, run.output[-2000:]
+    _no_task_ran(run)
+
+
+def test_unknown_model_is_a_configuration_error_before_any_task(tmp_path: Path,
+                                                                reference_pair) -> None:
+    run = run_suite(tmp_path, "nomodel", "--base-url", reference_pair[0].url, "--model",
+                    "holo-unknown", *_cache(tmp_path), timeout=120)
+    assert run.rc not in (0, 1), run.output[-2000:]
+    assert "--model 'holo-unknown' is not served" in run.output
+    assert "holo-test" in run.output  # what it does serve
+    _no_task_ran(run)
+
+
+# -- attach mode end to end ------------------------------------------------------------------
+@pytest.mark.desktop
+def test_attach_run_sends_the_api_key_and_never_writes_it(tmp_path: Path, reference_pair) -> None:
+    a, b = reference_pair
+    run = run_suite(tmp_path, "att", "--task-list", str(_one_task_file(tmp_path)), "-n0",
+                    "--base-url", a.url, "--base-url", b.url, "--api-key", SECRET, *FAST,
+                    *_cache(tmp_path))
+    assert run.rc == 0, run.output[-3000:]
+    (result,) = run.results().values()
+    assert result["outcome"] == "passed", result
+    assert result["reference_policy"] is False
+    assert result["versions"]["model"] == "holo-test"  # picked from /v1/models
+    assert result["versions"]["endpoint"] == a.url  # worker 0 prefers the first endpoint
+    assert result["artifact_dir"].startswith("holo-test/")
+    # the endpoint refuses chat requests without the key (401): it answered, so the key was sent
+    assert a.request_count >= 2 and b.request_count == 0
+    assert "REFERENCE POLICY" not in run.output
+    assert _files_containing(tmp_path, SECRET) == []
+    assert SECRET not in run.output
+
+
+@pytest.mark.desktop
+def test_attach_run_from_environment_variables(tmp_path: Path, reference_pair) -> None:
+    a, b = reference_pair
+    run = run_suite(tmp_path, "attenv", "--task-list", str(_one_task_file(tmp_path)), "-n0",
+                    "--model", "holo-test", *FAST, *_cache(tmp_path),
+                    env={"HOLO_BASE_URLS": f"{b.url},{a.url}", "HOLO_API_KEY": SECRET})
+    assert run.rc == 0, run.output[-3000:]
+    (result,) = run.results().values()
+    assert result["outcome"] == "passed", result
+    assert result["versions"]["endpoint"] == b.url
+    assert b.request_count >= 2 and a.request_count == 0
+    assert _files_containing(tmp_path, SECRET) == []
+
+
+# -- serve mode with the vllm test double ----------------------------------------------------
+def _fake_env(records: Path, **extra: str) -> dict[str, str]:
+    records.mkdir(parents=True, exist_ok=True)
+    return {"PATH": f"{FAKE_VLLM_DIR}{os.pathsep}{os.environ.get('PATH', '')}",
+            "FAKE_VLLM_PYTHON": sys.executable, "FAKE_VLLM_RECORD_DIR": str(records), **extra}
+
+
+def _launches(records: Path) -> list[dict]:
+    return [json.loads(p.read_text()) for p in sorted(records.glob("launch-*.json"))]
+
+
+def _flag(argv: list[str], name: str) -> str:
+    return argv[argv.index(name) + 1]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    return "\nState:\tZ" not in status
+
+
+def test_vllm_servers_start_and_close_with_the_test_double(tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    records = tmp_path / "records"
+    for key, value in _fake_env(records).items():
+        monkeypatch.setenv(key, value)
+    servers = VllmServers("/models/holo-fake", ["0"], image_budget=5, serve_args=[
+        "--max-num-seqs 4"], log_dir=tmp_path / "logs", ready_timeout=60)
+    try:
+        (ep,) = servers.start()
+    finally:
+        pids = [p.pid for p in servers.procs]
+        servers.close()
+    assert ep.kind == "serve" and ep.model == "/models/holo-fake"
+    (launch,) = _launches(records)
+    assert json.loads(_flag(launch["argv"], "--limit-mm-per-prompt"))["image"] >= 5
+    assert _flag(launch["argv"], "--max-num-seqs") == "4"
+    assert not any(_alive(pid) for pid in pids)
+    assert "serving at" in (tmp_path / "logs" / "vllm-gpu0.log").read_text()
+
+
+def test_vllm_that_exits_at_once_is_a_configuration_error_naming_its_log(tmp_path: Path) -> None:
+    env = _fake_env(tmp_path / "records", FAKE_VLLM_MODE="exit")
+    run = run_suite(tmp_path, "dies", "--serve", "/models/holo-fake", *_cache(tmp_path),
+                    timeout=120, env=env)
+    assert run.rc not in (0, 1), run.output[-2000:]
+    log = run.run_dir / "logs" / "vllm-gpu0.log"
+    assert "exited with code 3" in run.output and str(log) in run.output, run.output[-2000:]
+    assert "simulated start failure" in log.read_text()
+    _no_task_ran(run)
+
+
+@pytest.mark.desktop
+def test_serve_launches_one_server_per_gpu_on_the_controller(tmp_path: Path) -> None:
+    records = tmp_path / "records"
+    tag = uuid.uuid4().hex
+    run = run_suite(tmp_path, "srv", "--serve", "/models/holo-fake", "--gpus", "0,1",
+                    "--image-budget", "4", "--task-list", str(_one_task_file(tmp_path)),
+                    "-n", "2", *FAST, *_cache(tmp_path),
+                    env={**_fake_env(records), "HOLO_TEST_TAG": tag})
+    assert run.rc == 0, run.output[-3000:]
+    (result,) = run.results().values()
+    assert result["outcome"] == "passed", result
+    assert result["versions"]["model"] == "/models/holo-fake"
+    launches = _launches(records)
+    assert len(launches) == 2, launches  # the controller launches; xdist workers do not
+    assert sorted(x["cuda_visible_devices"] for x in launches) == ["0", "1"]
+    ports = {int(_flag(x["argv"], "--port")) for x in launches}
+    assert len(ports) == 2
+    assert result["versions"]["endpoint"] in {f"http://127.0.0.1:{p}/v1" for p in ports}
+    for x in launches:
+        argv = x["argv"]
+        assert argv[:2] == ["serve", "/models/holo-fake"]
+        assert _flag(argv, "--reasoning-parser") == "qwen3"
+        assert json.loads(_flag(argv, "--limit-mm-per-prompt"))["image"] >= 4
+        assert int(_flag(argv, "--max-model-len")) > 0
+        assert "--enable-prefix-caching" in argv
+        assert _flag(argv, "--chat-template-content-format") == "openai"
+    logs = sorted(p.name for p in (run.run_dir / "logs").glob("vllm-*.log"))
+    assert logs == ["vllm-gpu0.log", "vllm-gpu1.log"]
+    assert not any(_alive(x["pid"]) for x in launches)
+    assert not [c for c in tagged_processes(tag) if "fake_vllm" in c]
+
+
+@pytest.mark.desktop
+def test_sigint_of_a_serve_run_leaves_no_vllm_process(tmp_path: Path) -> None:
+    records = tmp_path / "records"
+    tag = uuid.uuid4().hex
+    env = {**_fake_env(records, FAKE_VLLM_FAULTS="delay=3"), "HOLO_TEST_TAG": tag}
+    child = start_suite(tmp_path, "srvint", "--serve", "/models/holo-fake", "--gpus", "0,1",
+                        "--task-list", str(_one_task_file(tmp_path)), "-n", "2", *FAST,
+                        *_cache(tmp_path), env=env, log=tmp_path / "child.log")
+    try:
+        wait_for(lambda: list((tmp_path / "srvint").rglob("step_000.*")), 180,
+                 "the first step against the served model")
+        assert len(_launches(records)) == 2
+        kill_group(child, signal.SIGINT)  # Ctrl-C reaches the whole foreground group
+        child.wait(timeout=120)
+    finally:
+        kill_group(child)
+    pids = [x["pid"] for x in _launches(records)]
+    try:
+        wait_for(lambda: not any(_alive(p) for p in pids), 30, "the vllm servers to end")
+        wait_for(lambda: not tagged_processes(tag), 30, "every process of the run to end")
+    except AssertionError:
+        raise AssertionError(f"left behind: {tagged_processes(tag)}\n"
+                             + (tmp_path / "child.log").read_text()[-3000:]) from None
