@@ -53,6 +53,8 @@ def type_text() -> Response | tuple[Response, int]:
     delay = int(field_number(data, "delay_ms", 12, low=0, high=1000))
     try:
         xdotool_type(text, delay_ms=delay)
+    except UnicodeError:
+        return error_response(400, "field 'text' is not valid Unicode (a lone surrogate)")
     except TypingError as exc:
         return error_response(500, str(exc))
     return jsonify({"status": "success", "typed": len(text)})

@@ -1,0 +1,161 @@
+"""``POST /type`` types any Unicode text exactly, into GTK (mousepad) and Xt (xterm) apps.
+
+Each check types a string through the real guest server on a real Xvfb desktop, saves it from
+the app, and compares the file byte for byte with what was sent. Run as a script to measure the
+success rate over many repetitions::
+
+    .venv/bin/python tests/harness/test_typing.py --reps 10
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+
+sys.path.insert(0, str(Path(__file__).parent))
+from xdesktop import GuestServer, XDesktop, wait_for_window  # noqa: E402
+
+# 60 characters: German, French, €, ✓, Greek, CJK and an emoji (outside the BMP).
+MIXED = "Grüße aus Köln! Çà et là, crème brûlée 9€ ✓ Ωμέγα 中文输入 😀 fin"
+# Combining marks (e + U+0301, a + U+0308 + U+0304) and more distinct characters than the
+# keymap has free slots, so mappings are recycled in the middle of the text.
+MANY = "e\u0301a\u0308\u0304 " + "".join(chr(0x4E00 + 7 * i) for i in range(50)) + " Ωψ 🎉 ok"
+
+JSON = {"Content-Type": "application/json"}
+
+
+def _post(server: GuestServer, path: str, payload: Any) -> requests.Response:
+    return requests.post(server.url + path, headers={**server.headers, **JSON},
+                         data=json.dumps(payload), timeout=120)
+
+
+def _wait(check: Callable[[], Any], timeout: float, what: str) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"gave up after {timeout:g} s waiting for {what}")
+
+
+def _focus(desk: XDesktop, title: str) -> None:
+    """Activate the window titled ``title`` and wait until it has the keyboard focus."""
+    wid = wait_for_window(desk.env, title, 30)
+    subprocess.run(["wmctrl", "-i", "-a", wid], env=desk.env, check=True)
+
+    def focused() -> bool:
+        out = subprocess.run(["xdotool", "getwindowfocus", "getwindowname"], env=desk.env,
+                             capture_output=True, text=True, check=False).stdout
+        return title in out
+
+    _wait(focused, 15, f"{title!r} to have the keyboard focus")
+
+
+def _type(server: GuestServer, text: str) -> None:
+    r = _post(server, "/type", {"text": text})
+    assert r.status_code == 200, r.text
+    assert r.json()["typed"] == len(text)
+
+
+def type_into_mousepad(server: GuestServer, desk: XDesktop, text: str, name: str) -> str:
+    """Type ``text`` into mousepad, save with ctrl+s, return the saved file's text."""
+    note = server.home / f"{name}.txt"
+    note.write_text("")
+    _post(server, "/setup/launch", {"command": ["mousepad", "--disable-server", str(note)]})
+    _focus(desk, note.name)
+    _type(server, text)
+    _post(server, "/actions", {"code": "pyautogui.hotkey('ctrl', 's')"})
+    saved = _wait(lambda: note.read_text(encoding="utf-8"), 15, f"mousepad to save {note}")
+    _post(server, "/setup/close_window", {"window_name": note.name})
+    return saved.removesuffix("\n")
+
+
+def type_into_xterm(server: GuestServer, desk: XDesktop, text: str, name: str) -> str:
+    """Type ``text`` and Return into a shell's ``read`` in xterm; the line it wrote to a file."""
+    out = server.home / f"{name}.txt"
+    script = f'IFS= read -r line && printf %s "$line" > {out}.tmp && mv {out}.tmp {out}'
+    _post(server, "/setup/launch",
+          {"command": ["xterm", "-u8", "-T", name, "-e", "bash", "--norc", "--noprofile", "-c", script]})
+    _focus(desk, name)
+    _type(server, text + "\n")
+    return str(_wait(lambda: out.exists() and out.read_text(encoding="utf-8"), 15, f"xterm to write {out}"))
+
+
+needs_mousepad = pytest.mark.skipif(not shutil.which("mousepad"), reason="mousepad is not installed")
+needs_xterm = pytest.mark.skipif(not shutil.which("xterm"), reason="xterm is not installed")
+
+
+@pytest.fixture(scope="module")
+def desk() -> Iterator[XDesktop]:
+    with XDesktop(1280, 720, a11y=True) as d:
+        yield d
+
+
+@pytest.fixture(scope="module")
+def server(desk: XDesktop, tmp_path_factory: pytest.TempPathFactory) -> Iterator[GuestServer]:
+    with GuestServer(desk.env, tmp_path_factory.mktemp("typing") / "home", extra_args=["--no-warm"]) as s:
+        yield s
+
+
+@pytest.mark.desktop
+@needs_mousepad
+@pytest.mark.parametrize("rep", range(3))
+def test_mixed_unicode_into_mousepad(server: GuestServer, desk: XDesktop, rep: int) -> None:
+    assert len(MIXED) == 60
+    assert type_into_mousepad(server, desk, MIXED, f"mixed-{rep}") == MIXED
+
+
+@pytest.mark.desktop
+@needs_xterm
+@pytest.mark.parametrize("rep", range(3))
+def test_mixed_unicode_into_xterm(server: GuestServer, desk: XDesktop, rep: int) -> None:
+    assert type_into_xterm(server, desk, MIXED, f"xmixed-{rep}") == MIXED
+
+
+@pytest.mark.desktop
+@needs_mousepad
+def test_combining_marks_and_more_characters_than_free_keys(server: GuestServer, desk: XDesktop) -> None:
+    assert type_into_mousepad(server, desk, MANY, "many") == MANY
+
+
+@pytest.mark.desktop
+@needs_mousepad
+def test_newlines_are_return_presses(server: GuestServer, desk: XDesktop) -> None:
+    text = "première ligne €\nzweite Zeile ✓\n\nΩ"
+    assert type_into_mousepad(server, desk, text, "lines") == text
+
+
+def _measure(reps: int) -> None:
+    """Type MIXED ``reps`` times into each app; print the success rate and every miss."""
+    apps = {"mousepad": type_into_mousepad, "xterm": type_into_xterm}
+    root = Path(tempfile.mkdtemp(prefix="typing-measure-"))
+    with XDesktop(1280, 720, a11y=True) as d, GuestServer(d.env, root / "home", extra_args=["--no-warm"]) as s:
+        try:
+            for app, run in apps.items():
+                ok = 0
+                for i in range(reps):
+                    got = run(s, d, MIXED, f"{app}-{i}-{time.monotonic_ns()}")
+                    ok += got == MIXED
+                    if got != MIXED:
+                        print(f"{app} #{i}: {got!r}")
+                print(f"{app}: {ok}/{reps} exact")
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--reps", type=int, default=10)
+    _measure(parser.parse_args().reps)
