@@ -30,8 +30,8 @@ from fixtures.netgate import NetGate, guest_proxy_url, proxy_port, without_useri
 from tests.harness.suite import SuiteRun, builtin_smoke, run_suite, task_list_file, wait_for
 
 TINYPROXY = shutil.which("tinyproxy") or "/usr/bin/tinyproxy"
-needs_tinyproxy = pytest.mark.skipif(not Path(TINYPROXY).exists(),
-                                     reason="tinyproxy is not installed (apt-get install tinyproxy)")
+needs_tinyproxy = pytest.mark.skipif(
+    not Path(TINYPROXY).exists(), reason="tinyproxy is not installed (apt-get install tinyproxy)")
 
 
 def _die_with_parent() -> None:  # runs in the child
