@@ -17,6 +17,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -135,6 +136,45 @@ def test_combining_marks_and_more_characters_than_free_keys(server: GuestServer,
 def test_newlines_are_return_presses(server: GuestServer, desk: XDesktop) -> None:
     text = "première ligne €\nzweite Zeile ✓\n\nΩ"
     assert type_into_mousepad(server, desk, text, "lines") == text
+
+
+@pytest.mark.desktop
+@needs_mousepad
+def test_bound_characters_are_typed_without_keymap_changes(server: GuestServer, desk: XDesktop) -> None:
+    """Once its characters have places in the keymap, typing a text changes the keymap 0 times
+    (xdotool's own bind-press-revert caused two MappingNotify events per non-ASCII character)."""
+    with mapping_notifications(desk.env["DISPLAY"]) as count:
+        assert type_into_mousepad(server, desk, MIXED, "bind") == MIXED
+        count()
+        assert type_into_mousepad(server, desk, MIXED, "bound") == MIXED
+        assert count() == 0
+
+
+@contextmanager
+def mapping_notifications(display_name: str) -> Iterator[Callable[[], int]]:
+    """A function that returns how many MappingNotify events arrived since its last call."""
+    from Xlib import X
+    from Xlib.display import Display
+
+    dpy = Display(display_name)
+
+    def count() -> int:
+        dpy.sync()
+        n = 0
+        while dpy.pending_events():
+            n += dpy.next_event().type == X.MappingNotify
+        return n
+
+    try:
+        yield count
+    finally:
+        dpy.close()
+
+
+def test_lone_surrogate_is_a_400(server: GuestServer) -> None:
+    r = requests.post(server.url + "/type", headers={**server.headers, **JSON},
+                      data='{"text": "a\\ud800b"}', timeout=30)
+    assert r.status_code == 400 and "Unicode" in r.json()["message"]
 
 
 def _measure(reps: int) -> None:
