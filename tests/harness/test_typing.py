@@ -171,6 +171,41 @@ def mapping_notifications(display_name: str) -> Iterator[Callable[[], int]]:
         dpy.close()
 
 
+@pytest.mark.desktop
+def test_keymap_places_are_stable_case_safe_and_recycled(monkeypatch: pytest.MonkeyPatch) -> None:
+    """KeymapSlots on a bare desktop: ç and Ç never share a key as a Caps-Lock case pair, bound
+    characters keep their place, and when places run out the least recently used is rebound."""
+    from Xlib.display import Display
+
+    from computer_env.desktop.server import text_input as ti
+
+    monkeypatch.setattr(ti, "QUARANTINE_S", 0.05)
+    with XDesktop(640, 480) as bare:
+        dpy = Display(bare.env["DISPLAY"])
+        try:
+            slots = ti.KeymapSlots(dpy, bare.display)
+            assert slots.capacity >= 4
+            low, up = ti.keysym_for("ç"), ti.keysym_for("Ç")
+            slots.ensure([low, up])
+            (kc_low, lv_low), (kc_up, lv_up) = slots.holder(low), slots.holder(up)
+            for kc, level, keysym in ((kc_low, lv_low, low), (kc_up, lv_up, up)):
+                row = [int(k) for k in dpy.get_keyboard_mapping(kc, 1)[0][:2]]
+                assert row[level] == keysym and not ti._alphabetic(row[0], row[1])
+            slots.touch([low, up], time.monotonic())
+            others = [ti.keysym_for(chr(0x3041 + i)) for i in range(slots.capacity - 2)]
+            slots.ensure(others)
+            assert slots.holder(low) == (kc_low, lv_low) and slots.holder(up) == (kc_up, lv_up)
+            slots.touch(others, time.monotonic())
+            extra = ti.keysym_for("Ж")
+            slots.ensure([extra])  # all places taken: the least recently used (ç or Ç) goes
+            assert slots.holder(extra) in {(kc_low, lv_low), (kc_up, lv_up)}
+            assert all(slots.holder(k) is not None for k in others)
+            again = ti.KeymapSlots(dpy, bare.display)  # a new request reads the same places back
+            assert again.holder(extra) == slots.holder(extra) and again.capacity == slots.capacity
+        finally:
+            dpy.close()
+
+
 def test_lone_surrogate_is_a_400(server: GuestServer) -> None:
     r = requests.post(server.url + "/type", headers={**server.headers, **JSON},
                       data='{"text": "a\\ud800b"}', timeout=30)

@@ -70,8 +70,9 @@ class KeymapSlots:
         rows = {low + i: [int(k) for k in row] for i, row in enumerate(full)}
         prop = self.root.get_full_property(self.atom, Xatom.CARDINAL)
         claimed = {int(k) for k in prop.value} if prop is not None else set()
-        # keycodes we manage hold nothing beyond the two group-1 levels
-        self.owned = {kc: rows[kc][:2] for kc in sorted(claimed) if kc in rows and not any(rows[kc][2:4])}
+        # keycodes we manage hold nothing beyond the two group-1 levels (the core view repeats them)
+        self.owned = {kc: rows[kc][:2] for kc in sorted(claimed)
+                      if kc in rows and all(k in (0, *rows[kc][:2]) for k in rows[kc][2:])}
         free = [kc for kc, row in rows.items() if kc not in self.owned and not any(row)]
         self.spare = free[RESERVE_KEYCODES:]
         self.base = {k for kc, row in rows.items() if kc not in self.owned for k in row[:2] if k}
