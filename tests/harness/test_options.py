@@ -172,14 +172,8 @@ def test_samples_give_one_case_and_folder_per_sample_and_pass_at_k(tmp_path: Pat
     assert "pass@2" in run.output
 
 
-LIVE_CAPTURED = pytest.mark.xfail(strict=True, reason=(
-    "fixtures/osworld_case.py live_printer writes with tr.write_line while pytest captures the "
-    "test's output, so without -s the lines only appear after the case; wrap the write in "
-    "config.pluginmanager.get_plugin('capturemanager').global_and_fixture_disabled()"))
-
-
 @pytest.mark.desktop
-@pytest.mark.parametrize("capture", [pytest.param((), id="default-capture", marks=LIVE_CAPTURED),
+@pytest.mark.parametrize("capture", [pytest.param((), id="default-capture"),
                                      pytest.param(("-s",), id="no-capture")])
 def test_live_prints_each_step_as_it_happens(tmp_path: Path, capture: tuple[str, ...]) -> None:
     from computer_env.osworld.builtin import load_solutions

@@ -298,9 +298,6 @@ def test_proxy_down_is_unscored_after_waiting_never_a_zero(proxy_runs: ProxyRuns
 
 @pytest.mark.desktop
 @needs_tinyproxy
-@pytest.mark.xfail(strict=True, reason=(
-    "fixtures/case.py CaseRunner.run writes the unscored result without the failed probes: "
-    "it must pass net_checks=getattr(e, 'net_checks', []) (set by NetGate.wait_until_up)"))
 def test_proxy_down_result_records_the_failed_probes(proxy_runs: ProxyRuns) -> None:
     (result,) = proxy_runs.down.results().values()
     checks = result["net_checks"]
