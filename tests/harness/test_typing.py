@@ -10,6 +10,7 @@ success rate over many repetitions::
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import shutil
 import subprocess
@@ -213,19 +214,20 @@ def test_lone_surrogate_is_a_400(server: GuestServer) -> None:
 
 
 def _measure(reps: int) -> None:
-    """Type MIXED ``reps`` times into each app; print the success rate and every miss."""
+    """Type MIXED and MANY ``reps`` times into each app; print the success rate and every miss."""
     apps = {"mousepad": type_into_mousepad, "xterm": type_into_xterm}
+    texts = {"mixed": MIXED, "many": MANY}
     root = Path(tempfile.mkdtemp(prefix="typing-measure-"))
     with XDesktop(1280, 720, a11y=True) as d, GuestServer(d.env, root / "home", extra_args=["--no-warm"]) as s:
         try:
-            for app, run in apps.items():
+            for (app, run), (label, text) in itertools.product(apps.items(), texts.items()):
                 ok = 0
                 for i in range(reps):
-                    got = run(s, d, MIXED, f"{app}-{i}-{time.monotonic_ns()}")
-                    ok += got == MIXED
-                    if got != MIXED:
-                        print(f"{app} #{i}: {got!r}")
-                print(f"{app}: {ok}/{reps} exact")
+                    got = run(s, d, text, f"{app}-{label}-{i}")
+                    ok += got == text
+                    if got != text:
+                        print(f"{app} {label} #{i}: {got!r}")
+                print(f"{app} {label}: {ok}/{reps} exact")
         finally:
             shutil.rmtree(root, ignore_errors=True)
 
