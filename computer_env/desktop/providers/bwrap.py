@@ -42,7 +42,21 @@ fi
 rm -f "$fifo"
 export DISPLAY=":$dnum"
 echo "$DISPLAY" >"$DESKTOP_SCRATCH/display"
-$DESKTOP_GUARD openbox &
+# openbox sometimes fails to open a display that Xvfb has just announced: start it until it
+# owns the screen (_NET_SUPPORTING_WM_CHECK on the root window), at most 5 tries of 5 s.
+wm_ready() { xprop -root _NET_SUPPORTING_WM_CHECK 2>/dev/null | grep -q 'window id'; }
+for _try in 1 2 3 4 5; do
+    $DESKTOP_GUARD openbox &
+    obpid=$!
+    for _i in $(seq 50); do
+        wm_ready && break 2
+        kill -0 "$obpid" 2>/dev/null || break
+        sleep 0.1
+    done
+    echo "openbox not ready (try $_try); starting it again" >&2
+    kill "$obpid" 2>/dev/null
+done
+wm_ready || { echo "openbox did not take the screen" >&2; exit 94; }
 $DESKTOP_GUARD /usr/libexec/at-spi-bus-launcher --launch-immediately >/dev/null 2>&1 &
 exec "$DESKTOP_PYTHON" -m computer_env.desktop.server --host "$DESKTOP_SERVER_HOST" \
     --port "$DESKTOP_SERVER_PORT" --token-file "$DESKTOP_TOKEN_FILE"
