@@ -16,7 +16,9 @@ keysym, which xterm accepts but GTK dialogs and LibreOffice ignore.
 
 from __future__ import annotations
 
+import itertools
 import logging
+import select
 import subprocess
 import threading
 import time
@@ -25,6 +27,7 @@ from collections.abc import Iterable
 from Xlib import X, Xatom
 from Xlib import display as xdisplay
 from Xlib import error as xerror
+from Xlib.protocol import event as xevent
 
 logger = logging.getLogger(__name__)
 
@@ -33,7 +36,9 @@ RESERVE_KEYCODES = 1  # unused keycodes left alone (xdotool's scratch key for `x
 _OWNED_ATOM = "_COMPUTER_ENV_TYPING_KEYCODES"  # root property: keycodes this module manages
 
 _LOCK = threading.Lock()
-_LAST_USE: dict[tuple[str, int, int], float] = {}  # (display, keycode, level) -> monotonic time
+# (display, keycode, level) -> (monotonic time of the last key press, active window then)
+_LAST_USE: dict[tuple[str, int, int], tuple[float, int]] = {}
+PING_TIMEOUT_S = 5.0  # how long a window that speaks _NET_WM_PING may take to answer
 
 
 class TypingError(Exception):
@@ -58,6 +63,48 @@ def _alphabetic(low: int, high: int) -> bool:
     return a != b and a.lower() == a and a.upper() == b
 
 
+_PING_SERIAL = itertools.count(1)
+
+
+def active_window(dpy: xdisplay.Display) -> int:
+    """The window manager's active window (else the input focus); 0 when there is none."""
+    root = dpy.screen().root
+    prop = root.get_full_property(dpy.intern_atom("_NET_ACTIVE_WINDOW"), Xatom.WINDOW)
+    if prop is not None and len(prop.value) and int(prop.value[0]):
+        return int(prop.value[0])
+    focus = dpy.get_input_focus().focus
+    return int(focus.id) if hasattr(focus, "id") else 0
+
+
+def ping_window(dpy: xdisplay.Display, window_id: int, timeout: float) -> bool | None:
+    """Send ``_NET_WM_PING``; True once answered (the app has handled every earlier event),
+    False if it did not answer in ``timeout`` s, None if the window does not speak the protocol."""
+    ping, protocols = dpy.intern_atom("_NET_WM_PING"), dpy.intern_atom("WM_PROTOCOLS")
+    window = dpy.create_resource_object("window", window_id)
+    try:
+        if ping not in (window.get_wm_protocols() or []):
+            return None
+    except xerror.XError:
+        return None
+    root = dpy.screen().root
+    root.change_attributes(event_mask=X.SubstructureNotifyMask)  # the answer goes to the root
+    stamp = next(_PING_SERIAL) & 0xFFFFFFFF
+    window.send_event(xevent.ClientMessage(window=window, client_type=protocols,
+                                           data=(32, [ping, stamp, window_id, 0, 0])), event_mask=0)
+    dpy.flush()
+    deadline = time.monotonic() + timeout
+    while True:
+        while dpy.pending_events():
+            e = dpy.next_event()
+            if e.type == X.ClientMessage and e.client_type == protocols \
+                    and list(e.data[1][:3]) == [ping, stamp, window_id]:
+                return True
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return False
+        select.select([dpy], [], [], left)
+
+
 class KeymapSlots:
     """Places (keycode, level) in unused keycodes of the X keymap for the characters typed."""
 
@@ -76,6 +123,7 @@ class KeymapSlots:
         free = [kc for kc, row in rows.items() if kc not in self.owned and not any(row)]
         self.spare = free[RESERVE_KEYCODES:]
         self.base = {k for kc, row in rows.items() if kc not in self.owned for k in row[:2] if k}
+        self.window = active_window(dpy)
 
     @property
     def capacity(self) -> int:
@@ -96,11 +144,13 @@ class KeymapSlots:
         pinned = {p for k in wanted if (p := self.holder(k)) is not None}
         missing = [k for k in wanted if self.holder(k) is None]
         touched: set[int] = set()
-        wait_until = 0.0
+        wait_until, windows = 0.0, set()
         for keysym in missing:
             kc, level, recycled = self._pick(keysym, pinned)
             if recycled:
-                wait_until = max(wait_until, _LAST_USE.get((self.name, kc, level), 0.0) + QUARANTINE_S)
+                used, window = _LAST_USE.get((self.name, kc, level), (0.0, 0))
+                if used + QUARANTINE_S > time.monotonic():
+                    wait_until, windows = max(wait_until, used + QUARANTINE_S), windows | {window}
             row = self.owned.get(kc)
             if row is None or level == 0:  # level 2 stays bound unless it only repeated level 1
                 keep = row[1] if row is not None and row[1] not in (0, row[0]) else keysym
@@ -111,11 +161,23 @@ class KeymapSlots:
             touched.add(kc)
         if not touched:
             return
+        if wait_until:  # a lagging app may still be translating the old binding's key presses
+            self._settle(wait_until, windows)
+        self._write(touched)
+
+    def _settle(self, wait_until: float, windows: set[int]) -> None:
+        """Wait until the app has handled the key presses of places about to be rebound: its
+        answer to a ping when it speaks _NET_WM_PING, else ``QUARANTINE_S`` after the presses."""
+        if windows == {self.window} and self.window:
+            answered = ping_window(self.dpy, self.window, PING_TIMEOUT_S)
+            if answered:
+                return
+            if answered is False:
+                logger.warning("window 0x%x did not answer a ping in %g s", self.window, PING_TIMEOUT_S)
         left = wait_until - time.monotonic()
-        if left > 0:  # a lagging app may still be translating the old binding's key presses
+        if left > 0:
             logger.debug("waiting %.2f s before rebinding recently used keys", left)
             time.sleep(left)
-        self._write(touched)
 
     def _pick(self, keysym: int, pinned: set[tuple[int, int]]) -> tuple[int, int, bool]:
         """A place for ``keysym``: a free level 2, a spare keycode, else the least recently used."""
@@ -132,7 +194,7 @@ class KeymapSlots:
         ]
         if not candidates:
             raise TypingError("no free place in the keymap for a character")
-        kc, level = min(candidates, key=lambda p: _LAST_USE.get((self.name, *p), 0.0))
+        kc, level = min(candidates, key=lambda p: _LAST_USE.get((self.name, *p), (0.0, 0))[0])
         return kc, level, True
 
     def _write(self, keycodes: set[int]) -> None:
@@ -153,7 +215,7 @@ class KeymapSlots:
         for keysym in keysyms:
             place = self.holder(keysym)
             if place is not None:
-                _LAST_USE[(self.name, *place)] = when
+                _LAST_USE[(self.name, *place)] = (when, self.window)
 
 
 def _segments(line: str, slots: KeymapSlots | None) -> list[tuple[str, set[int]]]:
