@@ -8,8 +8,9 @@ the X server expands to a lower/upper pair, so 'Ç' is typed as 'ç'.
 
 So before typing, every character of the text is given a stable place in the keymap: two per
 unused keycode (level 1 and Shift level 2), reused across requests, recycled least recently used
-first and only after ``QUARANTINE_S`` since their last key press. ``xdotool`` then finds every
-keysym and never remaps. Text with more distinct characters than there are places is typed in
+first, and only once the app has handled their last key press: it answered a _NET_WM_PING
+(GTK, Qt, Chromium) or, for apps without that protocol (xterm), ``QUARANTINE_S`` has passed.
+``xdotool`` then finds every keysym and never remaps. Text with more distinct characters than there are places is typed in
 segments. Newlines are sent as Return key presses: ``xdotool type`` turns ``\\n`` into a Linefeed
 keysym, which xterm accepts but GTK dialogs and LibreOffice ignore.
 """
@@ -32,13 +33,13 @@ from Xlib.protocol import event as xevent
 logger = logging.getLogger(__name__)
 
 QUARANTINE_S = 1.0  # a place is rebound only this long after its last key press
+PING_TIMEOUT_S = 5.0  # how long a window that speaks _NET_WM_PING may take to answer
 RESERVE_KEYCODES = 1  # unused keycodes left alone (xdotool's scratch key for `xdotool key`)
 _OWNED_ATOM = "_COMPUTER_ENV_TYPING_KEYCODES"  # root property: keycodes this module manages
 
 _LOCK = threading.Lock()
 # (display, keycode, level) -> (monotonic time of the last key press, active window then)
 _LAST_USE: dict[tuple[str, int, int], tuple[float, int]] = {}
-PING_TIMEOUT_S = 5.0  # how long a window that speaks _NET_WM_PING may take to answer
 
 
 class TypingError(Exception):
@@ -284,14 +285,18 @@ def type_text(text: str, *, delay_ms: int = 12, timeout: float | None = None) ->
                 for piece, need in pieces:
                     if slots is not None:
                         slots.ensure(need)
-                    _xdotool(
-                        ["type", "--clearmodifiers", "--delay", str(delay_ms), "--file", "-"],
-                        piece.encode("utf-8"),
-                        deadline,
-                    )
-                    if slots is not None:
-                        slots.touch(need, time.monotonic())
+                    try:
+                        _xdotool(
+                            ["type", "--clearmodifiers", "--delay", str(delay_ms), "--file", "-"],
+                            piece.encode("utf-8"),
+                            deadline,
+                        )
+                    finally:
+                        if slots is not None:
+                            slots.touch(need, time.monotonic())
                 if i < len(lines) - 1:
                     _xdotool(["key", "--clearmodifiers", "Return"], None, deadline)
+        except (xerror.XError, xerror.ConnectionClosedError) as exc:
+            raise TypingError(f"X error while preparing the keymap: {exc}") from None
         finally:
             dpy.close()
