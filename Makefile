@@ -10,7 +10,8 @@ PYTEST := $(VENV)/bin/pytest
 APT_PACKAGES := xvfb xdotool wmctrl openbox x11-utils xterm x11-xserver-utils xauth \
 	mousepad libreoffice-calc libreoffice-writer libreoffice-gtk3 chromium \
 	bubblewrap iproute2 iptables at-spi2-core dbus dbus-x11 python3-gi gir1.2-atspi-2.0 \
-	tinyproxy ffmpeg imagemagick procps psmisc curl ca-certificates git
+	tinyproxy ffmpeg imagemagick procps psmisc curl ca-certificates git \
+	docker.io debootstrap
 
 .PHONY: setup apt venv run test smoke bench docker-image clean
 
@@ -36,7 +37,7 @@ venv:
 run:
 	$(PYTEST) tests/osworld -n 2
 
-# The project's own tests (what CI runs).
+# The project's own tests (what CI runs; `make docker-image` first, or the Docker tests skip).
 test:
 	$(PYTEST) tests/harness tests/osworld tests/realtimegym -n 2
 
