@@ -186,9 +186,6 @@ def test_typing_into_xterm_creates_a_file_and_finish(env: OSWorldComputerEnv) ->
 
 
 @pytest.mark.skipif(not shutil.which("mousepad"), reason="mousepad is not installed")
-@pytest.mark.xfail(reason="known intermittent bug in the guest server's /type (xdotool): in GTK "
-                          "apps non-ASCII characters are sometimes dropped ('Grüße' -> 'Gre')",
-                   strict=False)
 def test_non_ascii_text_typed_into_an_editor_is_saved(env: OSWorldComputerEnv) -> None:
     client = env.ctx.client
     client.upload_file("/tmp/unicode.txt", b"")
