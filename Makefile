@@ -39,7 +39,7 @@ run:
 
 # The project's own tests (what CI runs; `make docker-image` first, or the Docker tests skip).
 test:
-	$(PYTEST) tests/harness tests/osworld tests/realtimegym -n 2
+	$(PYTEST) tests/harness -n 2
 
 smoke:
 	$(PYTEST) tests/osworld -m smoke -n 2

@@ -118,3 +118,49 @@ def tagged_processes(tag: str) -> list[str]:
         except OSError:
             continue
     return hits
+
+
+def _stat(pid: int) -> tuple[int, int] | None:
+    """(parent pid, start time) of a live process."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return int(fields[1]), int(fields[19])
+
+
+def run_tree(tag: str) -> dict[tuple[int, int], str]:
+    """Every live process of a tagged run: the tagged ones (pytest controller and workers) and
+    all their descendants (sandboxes, X servers, guest servers, apps), keyed by (pid, start
+    time) so that a reused pid is never mistaken for a survivor."""
+    parents: dict[int, int] = {}
+    starts: dict[int, int] = {}
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit() and (st := _stat(int(proc.name))):
+            parents[int(proc.name)], starts[int(proc.name)] = st
+    roots = set()
+    needle = f"HOLO_TEST_TAG={tag}".encode()
+    for pid in parents:
+        try:
+            if needle in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0"):
+                roots.add(pid)
+        except OSError:
+            continue
+    tree: dict[tuple[int, int], str] = {}
+    for pid in parents:
+        p, seen = pid, 0
+        while p > 1 and seen < 64:
+            if p in roots:
+                try:
+                    cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
+                except OSError:
+                    cmd = b"?"
+                tree[(pid, starts[pid])] = cmd.decode(errors="replace")[:160]
+                break
+            p, seen = parents.get(p, 0), seen + 1
+    return tree
+
+
+def still_alive(procs: dict[tuple[int, int], str]) -> list[str]:
+    """Which of the recorded processes still run (same pid and start time)."""
+    return [cmd for (pid, start), cmd in procs.items() if (st := _stat(pid)) and st[1] == start]

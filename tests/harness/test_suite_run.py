@@ -21,7 +21,8 @@ from tests.harness.suite import (
     kill_group,
     run_suite,
     start_suite,
-    tagged_processes,
+    run_tree,
+    still_alive,
     task_list_file,
     wait_for,
 )
@@ -87,7 +88,8 @@ def _check_report_in_browser(report: Path, n_cases: int) -> None:
         assert "harness check" in body.lower()
         assert page.locator("svg").count() >= 1
         links = page.locator("a[href$='replay.html']")
-        assert links.count() == n_cases
+        hrefs = {links.nth(i).get_attribute("href") for i in range(links.count())}
+        assert len(hrefs) == n_cases  # (an infra rerun adds a row linking the same replay)
         href = links.first.get_attribute("href")
         target = (report.parent / href).resolve()
         assert target.is_file()
@@ -214,18 +216,34 @@ def test_interrupting_a_parallel_run_leaves_no_desktop(tmp_path: Path) -> None:
     tasks = first_smoke_tasks(4)
     child = start_suite(tmp_path, "intr", "--task-list", str(task_list_file(tmp_path, tasks)),
                         "-n", "4", env={"HOLO_TEST_TAG": tag}, log=tmp_path / "child.log")
-    wait_for(lambda: sum("bwrap" in c for c in tagged_processes(tag)) >= 2, 180,
-             "two sandboxes to start")
-    kill_group(child, signal.SIGINT)  # Ctrl-C reaches the whole foreground group
+    seen: dict[tuple[int, int], str] = {}
+
+    def sandboxes_up() -> bool:
+        seen.update(run_tree(tag))
+        return sum("bwrap" in cmd for cmd in run_tree(tag).values()) >= 2
+
     try:
-        child.wait(timeout=120)
+        wait_for(sandboxes_up, 240, "two sandboxes to start")
+        seen.update(run_tree(tag))
+        kill_group(child, signal.SIGINT)  # Ctrl-C reaches the whole foreground group
+        deadline = time.monotonic() + 120
+        while child.poll() is None and time.monotonic() < deadline:
+            seen.update(run_tree(tag))
+            time.sleep(0.1)
+        assert child.poll() is not None, "the run did not stop on Ctrl-C"
     finally:
         kill_group(child)
+    log = (tmp_path / "child.log").read_text()
+    assert any("Xvfb" in c for c in seen.values()), seen
     try:
-        wait_for(lambda: not tagged_processes(tag), 30, "every process of the run to end")
+        wait_for(lambda: not still_alive(seen), 30, "every process of the run to end")
     except AssertionError:
-        left = tagged_processes(tag)
-        raise AssertionError(f"left behind: {left}\n" + (tmp_path / "child.log").read_text()[-3000:])
+        raise AssertionError(f"left behind: {still_alive(seen)}\n{log[-3000:]}") from None
+    netns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    worker_pids = {str(pid) for (pid, _), cmd in seen.items() if "pytest" in cmd or "xdist" in cmd}
+    leftover = [line for line in netns.splitlines()
+                if line.split()[0].rsplit("-", 1)[-1] in worker_pids]
+    assert leftover == [], leftover
 
 
 def test_dead_base_url_is_a_configuration_error_before_any_task(tmp_path: Path) -> None:
