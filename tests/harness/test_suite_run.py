@@ -272,3 +272,36 @@ def _wait_http(url: str, timeout: float = 30) -> None:
             return False
 
     wait_for(up, timeout, url)
+
+
+def _task(task_id: str, expected: str) -> dict:
+    return {
+        "id": task_id, "snapshot": "os", "instruction": f"Check evaluator soundness ({task_id}).",
+        "source": "holo-bench test", "config": [], "trajectory": "trajectories/",
+        "related_apps": ["os"],
+        "evaluator": {"func": "exact_match",
+                      "result": {"type": "vm_command_line", "command": ["printf", "leak"]},
+                      "expected": {"type": "rule", "rules": {"expected": expected}}},
+    }
+
+
+def test_check_evaluators_flags_a_reward_leak_and_passes_sound_tasks(tmp_path: Path) -> None:
+    root = tmp_path / "evaluation_examples"
+    (root / "examples" / "os").mkdir(parents=True)
+    (root / "test_all.json").write_text(json.dumps({"os": ["leaky", "sound"]}))
+    (root / "examples" / "os" / "leaky.json").write_text(json.dumps(_task("leaky", "leak")))
+    (root / "examples" / "os" / "sound.json").write_text(json.dumps(_task("sound", "nope")))
+    run = run_suite(tmp_path, "chk", "--osworld-root", str(root), "--check-evaluators")
+    assert run.rc == 1, run.output[-3000:]
+    outcomes = _outcomes(run)
+    assert outcomes == {"os/leaky": "failed", "os/sound": "passed"}, run.output[-3000:]
+    assert "reward leak" in run.results()["os/leaky"]["message"]
+
+
+def test_check_evaluators_is_clean_on_the_builtin_smoke_set(tmp_path: Path) -> None:
+    run = run_suite(tmp_path, "chk2", "-m", "smoke", "--check-evaluators")
+    assert run.rc == 0, run.output[-3000:]
+    results = run.results()
+    assert len(results) >= 4 and all(r["outcome"] == "passed" for r in results.values())
+    for r in results.values():  # both checks ran: 0 before acting, 1 with the solution
+        assert r["evaluator"][0]["score"] == 0 and r["score"] == 1.0
