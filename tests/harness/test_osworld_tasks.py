@@ -22,8 +22,11 @@ from computer_env.osworld import (
 from computer_env.osworld.context import default_vars
 from computer_env.osworld.tasks import builtin_root, parse_task
 
-DATA = Path(os.environ.get("OSWORLD_EXAMPLES", "/work/shared/osworld/evaluation_examples"))
-"""OSWorld's evaluation_examples (data for tests only; override with $OSWORLD_EXAMPLES)."""
+DATA = Path(os.environ.get(
+    "OSWORLD_EXAMPLES",
+    Path(__file__).resolve().parents[3] / "shared" / "osworld" / "evaluation_examples"))
+"""OSWorld's evaluation_examples, in the ``shared/`` folder beside the checkout (data for tests
+only; override with $OSWORLD_EXAMPLES)."""
 
 pytestmark = pytest.mark.skipif(not DATA.is_dir(), reason="OSWorld task data not present")
 
