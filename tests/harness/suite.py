@@ -11,10 +11,11 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import polling
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -88,13 +89,7 @@ def start_suite(results_dir: Path, run: str, *args: str, target: str = "tests/os
 
 def wait_for(predicate: Any, timeout: float, what: str, interval: float = 0.2) -> Any:
     """Poll ``predicate`` until truthy; fail the test saying what was awaited."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+    return polling.wait_for(predicate, what, timeout, interval=interval)
 
 
 def kill_group(proc: subprocess.Popen[str], sig: int = signal.SIGKILL) -> None:

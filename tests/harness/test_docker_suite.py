@@ -3,7 +3,6 @@ two xdist workers, each with its own container on Docker-assigned ports; nothing
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 

@@ -24,6 +24,7 @@ import pytest
 import requests
 from PIL import Image
 
+from polling import wait_for
 from xdesktop import GuestServer, XDesktop, wait_for_window
 
 JSON = {"Content-Type": "application/json"}
@@ -60,13 +61,7 @@ def assert_bad(r: requests.Response, status: int, field: str) -> None:
 
 
 def wait_until(check: Any, timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"gave up after {timeout:g} s waiting for {what}")
+    return wait_for(check, what, timeout, interval=0.1)
 
 
 def pids_matching(pattern: str) -> list[int]:
@@ -382,14 +377,17 @@ def test_type_non_ascii_into_mousepad(server: GuestServer, desk: XDesktop) -> No
 def test_accessibility_tree_lists_mousepad(server: GuestServer, desk: XDesktop) -> None:
     post(server, "/setup/launch", {"command": ["mousepad", "--disable-server"]})
     wait_for_window(desk.env, "mousepad", 30)
-    at = wait_until(lambda: (lambda x: x if "mousepad" in x.lower() else None)(get(server, "/accessibility", timeout=120).json()["AT"]), 30, "mousepad in the tree")
     from lxml import etree
 
-    root = etree.fromstring(at.encode())
+    def mousepad_registered() -> Any:
+        root = etree.fromstring(get(server, "/accessibility", timeout=120).json()["AT"].encode())
+        apps = root.xpath("//application/@name")
+        return root if any("mousepad" in a.lower() for a in apps) else None
+
+    # an app registers with AT-SPI a moment after its window shows: wait for the application
+    root = wait_until(mousepad_registered, 60, "mousepad as an application in the tree")
     assert root.tag == "desktop-frame"
     ns = {"st": "https://accessibility.ubuntu.example.org/ns/state"}
-    apps = root.xpath("//application/@name")
-    assert any("mousepad" in a.lower() for a in apps)
     assert root.xpath("//*[@st:showing='true']", namespaces=ns)
     post(server, "/setup/close_window", {"window_name": "mousepad", "by_class": True})
 

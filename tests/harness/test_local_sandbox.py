@@ -26,6 +26,7 @@ from computer_env.desktop.providers import netns
 from computer_env.desktop.providers.base import DesktopHandle
 from computer_env.desktop.providers.local import LocalSandboxProvider
 from computer_env.errors import ConfigurationError
+from polling import wait_for
 
 pytestmark = [
     pytest.mark.desktop,
@@ -48,14 +49,6 @@ def sh(handle: DesktopHandle, command: str) -> dict:
     return resp.json()
 
 
-def wait_for(predicate, what: str, timeout: float = 30.0):  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
 
 
 def _sandbox_uid(provider: LocalSandboxProvider) -> int:

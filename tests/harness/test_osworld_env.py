@@ -18,6 +18,7 @@ from computer_env.desktop.client import DesktopClient
 from computer_env.osworld import OSWorldComputerEnv, TaskContext, default_vars, wait_until_settled
 from computer_env.osworld.actions import to_pyautogui
 from computer_env.osworld.tasks import parse_task
+from polling import wait_for
 
 pytestmark = [
     pytest.mark.desktop,
@@ -84,14 +85,6 @@ def sh(env: OSWorldComputerEnv, command: str) -> str:
     return env.ctx.client.execute(command, shell=True).output
 
 
-def wait_for(predicate: Any, what: str, timeout: float = 20.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
 
 
 @pytest.fixture

@@ -10,7 +10,6 @@ import shutil
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -31,6 +30,7 @@ from computer_env.osworld import (
 from computer_env.osworld.download import cache_path
 from computer_env.osworld.setup_steps import apply_proxy
 from computer_env.osworld.tasks import parse_task
+from polling import wait_for
 
 pytestmark = [
     pytest.mark.desktop,
@@ -101,14 +101,6 @@ def sh(ctx: TaskContext, command: str) -> str:
     return res.output
 
 
-def wait_for(predicate: Any, what: str, timeout: float = 30.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
 
 
 def test_download_is_cached_on_the_host_and_uploaded(ctx: TaskContext, www: _Server) -> None:

@@ -26,6 +26,7 @@ import pytest
 import requests
 
 sys.path.insert(0, str(Path(__file__).parent))
+from polling import wait_for  # noqa: E402
 from xdesktop import GuestServer, XDesktop, wait_for_window  # noqa: E402
 
 # 60 characters: German, French, €, ✓, Greek, CJK and an emoji (outside the BMP).
@@ -43,13 +44,7 @@ def _post(server: GuestServer, path: str, payload: Any) -> requests.Response:
 
 
 def _wait(check: Callable[[], Any], timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"gave up after {timeout:g} s waiting for {what}")
+    return wait_for(check, what, timeout, interval=0.05)
 
 
 def _focus(desk: XDesktop, title: str) -> None:
