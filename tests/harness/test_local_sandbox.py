@@ -235,6 +235,13 @@ def test_missing_bwrap_is_a_configuration_error(tmp_path: Path) -> None:
     assert provider.handle is None
 
 
+def _start_time(pid: int) -> str | None:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1].split()[19]
+    except OSError:
+        return None
+
+
 def test_unsandboxed_desktop_runs_on_the_host() -> None:
     with LocalSandboxProvider(width=800, height=600, unsandboxed=True) as provider:
         handle = provider.handle
@@ -242,11 +249,21 @@ def test_unsandboxed_desktop_runs_on_the_host() -> None:
         assert handle.display and handle.display.startswith(":")
         out = sh(handle, "echo $HOME; xdpyinfo | grep dimensions")["output"]
         assert "800x600" in out
-        pids = provider.pids()
-        assert pids
-    for pid in pids:
-        assert not Path(f"/proc/{pid}").exists() or \
-            Path(f"/proc/{pid}/stat").read_text().split(") ")[1].startswith("Z")
+        procs = {pid: _start_time(pid) for pid in provider.pids()}
+        assert procs
+
+    def survivors() -> list[int]:  # same pid AND start time (a pid may be reused), not a zombie
+        left = []
+        for pid, start in procs.items():
+            try:
+                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1].split()
+            except OSError:
+                continue
+            if fields[0] not in ("Z", "X") and fields[19] == start:
+                left.append(pid)
+        return left
+
+    wait_for(lambda: not survivors(), "the unsandboxed desktop's processes to end", 10)
 
 
 def test_close_removes_the_network() -> None:

@@ -81,9 +81,9 @@ def test_package_imports_without_realtimegym() -> None:
 
 
 def test_unavailable_reason_in_process(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "pygame", None)
+    monkeypatch.setitem(sys.modules, "realtimegym", None)  # as on a machine without it
     ok, reason = realtimegym_available()
-    assert not ok and "'pygame'" in reason
+    assert not ok and "'realtimegym'" in reason
     with pytest.raises(ConfigurationError, match="not usable"):
         GameComputerEnv("freeway", "E", 0)
 
