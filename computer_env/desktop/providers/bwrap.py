@@ -33,7 +33,7 @@ if [ ! -d /tmp/.X11-unix ]; then mkdir -m 1777 /tmp/.X11-unix 2>/dev/null; fi
 fifo="$DESKTOP_SCRATCH/xready.$$"
 rm -f "$fifo"; mkfifo "$fifo" || exit 92
 $DESKTOP_GUARD Xvfb $DESKTOP_DISPLAY -screen 0 "${DESKTOP_WIDTH}x${DESKTOP_HEIGHT}x24" \
-    -nolisten tcp -dpi 96 -displayfd 5 5>"$fifo" &
+    -nolisten tcp -dpi 96 -extension GLX -displayfd 5 5>"$fifo" &
 xpid=$!
 if ! read -r -t 30 dnum <"$fifo"; then
     echo "Xvfb did not report a display within 30 s" >&2
