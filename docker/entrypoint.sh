@@ -11,7 +11,8 @@ export SAL_USE_VCLPLUGIN=gtk3
 export NO_AT_BRIDGE=0
 cd "$HOME"
 
-Xvfb "$DISPLAY" -screen 0 "${SCREEN_WIDTH}x${SCREEN_HEIGHT}x24" -nolisten tcp >/tmp/xvfb.log 2>&1 &
+Xvfb "$DISPLAY" -screen 0 "${SCREEN_WIDTH}x${SCREEN_HEIGHT}x24" -nolisten tcp -extension GLX \
+    >/tmp/xvfb.log 2>&1 &
 
 # Wait for the display (readiness with a timeout, not a fixed sleep).
 for _ in $(seq 1 200); do
@@ -22,6 +23,13 @@ xdpyinfo >/dev/null 2>&1 || { echo "entrypoint: Xvfb on $DISPLAY did not come up
 
 exec dbus-run-session -- bash -c '
     /usr/libexec/at-spi-bus-launcher --launch-immediately >/tmp/at-spi.log 2>&1 &
-    openbox >/tmp/openbox.log 2>&1 &
+    # start openbox until it owns the screen (it can fail on a display that just came up)
+    for _try in 1 2 3 4 5; do
+        openbox >>/tmp/openbox.log 2>&1 &
+        for _i in $(seq 50); do
+            xprop -root _NET_SUPPORTING_WM_CHECK 2>/dev/null | grep -q "window id" && break 2
+            sleep 0.1
+        done
+    done
     exec python -m computer_env.desktop.server --host 0.0.0.0 --port "${SERVER_PORT}" "$@"
 ' server "$@"
