@@ -203,7 +203,7 @@ def test_resume_after_sigkill_finishes_the_rest(tmp_path: Path) -> None:
     kill_group(child)
     child.wait(timeout=60)
     kept = {p: p.stat().st_mtime_ns for p in first}
-    resumed = run_suite(tmp_path, "res", "--task-list", str(task_file), "--resume")
+    resumed = run_suite(tmp_path, "res", "--task-list", str(task_file), "--resume", "-n", "2")
     assert resumed.rc == 0, resumed.output[-3000:]
     for p, mtime in kept.items():
         assert p.stat().st_mtime_ns == mtime, f"{p} was run again"
