@@ -50,6 +50,8 @@ class HoloComputerAgent:
     """Runs Holo3.1 (or any OpenAI-compatible model speaking the Step format) on a ``ComputerEnv``.
 
     ``backoff_base``/``backoff_max`` (seconds) tune the retry backoff of endpoint trouble.
+    ``before_action(record)`` runs after the model answered and before its action is applied
+    (the record carries the step's token counts: a game's token-budget clock uses it).
     """
 
     def __init__(
@@ -68,6 +70,7 @@ class HoloComputerAgent:
         max_retries: int = 4,
         recorder: Recorder | None = None,
         on_step: Callable[[StepRecord], None] | None = None,
+        before_action: Callable[[StepRecord], None] | None = None,
         backoff_base: float = 1.0,
         backoff_max: float = 30.0,
     ) -> None:
@@ -83,6 +86,7 @@ class HoloComputerAgent:
         self.schema = step_json_schema()
         self.recorder = recorder
         self.on_step = on_step
+        self.before_action = before_action
         self._client = ChatClient(
             base_url, api_key=api_key, timeout=request_timeout, max_retries=max_retries,
             backoff_base=backoff_base, backoff_max=backoff_max,
@@ -208,6 +212,8 @@ class HoloComputerAgent:
             event = to_input_event(call, img.env_width, img.env_height)
             rec.event = event.model_dump(mode="json")
             rec.pixel = _pixels(rec.event)
+            if self.before_action is not None:  # e.g. a game's token-budget clock
+                self.before_action(rec)
             try:
                 result = env.step(event)
             except Exception as exc:
