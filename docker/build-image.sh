@@ -12,7 +12,14 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "${HERE}/.." && pwd)"
 TAG="${HOLO_DESKTOP_IMAGE:-holo-bench/desktop:latest}"
 BASE_TAG="holo-bench/debian-base:bookworm"
-MIRROR="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
+# The Debian mirror this host's apt already uses (first main archive URI), unless DEBIAN_MIRROR.
+host_mirror() {
+    { grep -h '^URIs:' /etc/apt/sources.list.d/*.sources 2>/dev/null | awk '{print $2}'
+      grep -h '^deb ' /etc/apt/sources.list 2>/dev/null | awk '{print $2}'; } \
+        | grep -v -e security -e snapshot | head -n 1
+}
+MIRROR="${DEBIAN_MIRROR:-$(host_mirror)}"
+[[ -n "${MIRROR}" ]] || { echo "build-image: no Debian mirror in /etc/apt; set DEBIAN_MIRROR" >&2; exit 1; }
 FORCE=0
 PIP="${PIP:-${ROOT}/.venv/bin/pip}"
 [[ -x "${PIP}" ]] || PIP="pip3"
