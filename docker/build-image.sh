@@ -16,7 +16,7 @@ BASE_TAG="holo-bench/debian-base:bookworm"
 host_mirror() {
     { grep -h '^URIs:' /etc/apt/sources.list.d/*.sources 2>/dev/null | awk '{print $2}'
       grep -h '^deb ' /etc/apt/sources.list 2>/dev/null | awk '{print $2}'; } \
-        | grep -v -e security -e snapshot | head -n 1
+        | grep -v -e security -e snapshot | head -n 1 || true
 }
 MIRROR="${DEBIAN_MIRROR:-$(host_mirror)}"
 [[ -n "${MIRROR}" ]] || { echo "build-image: no Debian mirror in /etc/apt; set DEBIAN_MIRROR" >&2; exit 1; }
