@@ -16,10 +16,8 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import uuid
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -35,6 +33,7 @@ from fixtures.endpoints import (
 )
 from fixtures.plugin import builtin_solutions_by_instruction
 from holo_agent.reference import ReferenceEndpoint
+from httpstub import CountingServer
 from tests.harness.suite import (
     ROOT,
     SuiteRun,
@@ -89,35 +88,11 @@ def _no_task_ran(run: SuiteRun) -> None:
     assert not (run.run_dir / "summary.json").exists()
 
 
-class StatusServer:
-    """A real HTTP server whose ``/v1/models`` answers 200 (a model list) or ``status``; counts
-    the probes it receives."""
-
-    def __init__(self, status: int = 200) -> None:
-        self.status = status
-        self.hits = 0
-        owner = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802
-                owner.hits += 1
-                body = json.dumps({"object": "list", "data": [{"id": "m"}]}).encode()
-                self.send_response(owner.status)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+def StatusServer(status: int = 200) -> CountingServer:  # noqa: N802 - reads like a class
+    """A real HTTP server whose ``/v1/models`` answers ``status`` with a model list; counts the
+    probes it receives."""
+    body = json.dumps({"object": "list", "data": [{"id": "m"}]}).encode()
+    return CountingServer(status, body=body, path="/v1")
 
 
 # -- unit: URLs, attach ----------------------------------------------------------------------

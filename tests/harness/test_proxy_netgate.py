@@ -19,7 +19,6 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -27,6 +26,7 @@ import pytest
 from computer_env.errors import NetworkError
 from fixtures.endpoints import free_port
 from fixtures.netgate import NetGate, guest_proxy_url, proxy_port, without_userinfo
+from httpstub import CountingServer
 from tests.harness.suite import SuiteRun, builtin_smoke, run_suite, task_list_file, wait_for
 
 TINYPROXY = shutil.which("tinyproxy") or "/usr/bin/tinyproxy"
@@ -82,34 +82,7 @@ class Tinyproxy:
         return self.log.read_text(errors="replace") if self.log.exists() else ""
 
 
-class HttpServer:
-    """A real HTTP server on loopback answering ``status`` to every GET (counts requests)."""
-
-    def __init__(self, status: int = 200, port: int = 0) -> None:
-        self.status = status
-        self.hits = 0
-        owner = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802
-                owner.hits += 1
-                body = b"ok\n"
-                self.send_response(owner.status)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
-        self.port = int(self.server.server_address[1])
-        self.url = f"http://127.0.0.1:{self.port}/"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+HttpServer = CountingServer
 
 
 @pytest.fixture
