@@ -221,10 +221,10 @@ def test_interrupting_a_parallel_run_leaves_no_desktop(tmp_path: Path) -> None:
 
     def sandboxes_up() -> bool:
         seen.update(run_tree(tag))
-        return sum("bwrap" in cmd for cmd in run_tree(tag).values()) >= 2
+        return sum(cmd.startswith("Xvfb") for cmd in run_tree(tag).values()) >= 2
 
     try:
-        wait_for(sandboxes_up, 240, "two sandboxes to start")
+        wait_for(sandboxes_up, 240, "two sandboxed desktops (their X servers) to start")
         seen.update(run_tree(tag))
         kill_group(child, signal.SIGINT)  # Ctrl-C reaches the whole foreground group
         deadline = time.monotonic() + 120
