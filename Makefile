@@ -13,9 +13,9 @@ APT_PACKAGES := xvfb xdotool wmctrl openbox x11-utils xterm x11-xserver-utils xa
 	tinyproxy ffmpeg imagemagick procps psmisc curl ca-certificates git \
 	docker.io debootstrap
 
-.PHONY: setup apt venv run test smoke bench docker-image clean
+.PHONY: setup apt venv realtimegym run test smoke bench docker-image clean
 
-setup: apt venv
+setup: apt venv realtimegym
 
 apt:
 	@missing=$$(for p in $(APT_PACKAGES); do \
@@ -31,6 +31,24 @@ venv:
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@$(PY) -m pip install -q --upgrade pip
 	@$(PY) -m pip install -q -e '.[dev]'
+
+# RealtimeGym is not on the package index: install its source snapshot from the shared/ folder
+# beside the checkout (read-only there, and the games write into their own tree), copied to a
+# git-ignored writable folder, editable (a plain install leaves out its sprites and layouts),
+# plus what its games import (the `realtimegym` extra). No snapshot: its cases skip.
+RTG_SRC ?= $(abspath $(CURDIR)/../shared/realtimegym)
+RTG_DIR := .realtimegym
+realtimegym: venv
+	@if [ ! -f "$(RTG_SRC)/pyproject.toml" ]; then \
+		echo "RealtimeGym: no source at $(RTG_SRC); its cases will skip"; \
+	else \
+		if [ ! -f "$(RTG_DIR)/pyproject.toml" ]; then \
+			rm -rf "$(RTG_DIR)" && cp -R "$(RTG_SRC)" "$(RTG_DIR)" && chmod -R u+w "$(RTG_DIR)"; \
+		fi; \
+		$(PY) -m pip install -q -e '.[realtimegym]' && \
+		$(PY) -m pip install -q --no-deps -e "$(RTG_DIR)" && \
+		echo "RealtimeGym: installed from $(RTG_DIR) (a copy of $(RTG_SRC))"; \
+	fi
 
 # The main job on the embedded default: every built-in OSWorld task on local desktops, played
 # by the reference endpoint (a harness check), two workers.
