@@ -1,5 +1,8 @@
 """``python -m computer_env.osworld prefetch --osworld-root R --task-list L --cache DIR``:
-download every setup file of a task list into the host cache ahead of a run."""
+download every setup file of a task list into the host cache ahead of a run.
+
+``python -m computer_env.osworld plan [--osworld-root DIR] [--task-list L] [--json]``: per
+domain, how many tasks can run here, once their files are cached, or not (which app, why)."""
 
 from __future__ import annotations
 
@@ -9,6 +12,7 @@ import sys
 from pathlib import Path
 
 from computer_env.osworld.download import prefetch
+from computer_env.osworld.plan_cli import add_plan_parser, run_plan
 from computer_env.osworld.tasks import load_builtin_tasks, load_tasks
 from computer_env.osworld.errors import TaskLoadError
 
@@ -24,8 +28,11 @@ def main(argv: list[str] | None = None) -> int:
     pre.add_argument("--domain", action="append", default=None, help="only this domain")
     pre.add_argument("--cache", type=Path, required=True,
                      help="the cache folder (the suite's cache dir; downloads go to DIR/downloads)")
+    add_plan_parser(sub)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
+    if args.command == "plan":
+        return run_plan(args)
     try:
         tasks = (load_tasks(args.osworld_root, args.task_list, args.domain) if args.osworld_root
                  else load_builtin_tasks(args.task_list, args.domain))

@@ -1,0 +1,138 @@
+"""``plan``: which tasks of a list can run here, and why the others cannot.
+
+Each task falls in exactly one bucket, checked in this order:
+
+- ``unsupported`` (why): a need no desktop here can meet (a Google Drive account), or the
+  internet while the task runs when this machine is offline;
+- ``missing_app`` (which): programs, Python modules or gsettings schemas the desktop lacks
+  (the desktop itself is asked, so the answer follows what is installed);
+- ``needs_cache``: runnable once its files are in the download cache (offline, not cached yet);
+- ``runnable``: everything it needs is here.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from computer_env.osworld.needs import TaskNeeds, task_needs
+from computer_env.osworld.needs_check import DesktopInventory, is_cached
+from computer_env.osworld.tasks import Task
+
+RUNNABLE, NEEDS_CACHE, MISSING_APP, UNSUPPORTED = (
+    "runnable", "needs_cache", "missing_app", "unsupported")
+OFFLINE_NETWORK = "the internet while the task runs (offline here)"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Where one task stands: its bucket and the detail (missing apps or the reason)."""
+
+    task: Task
+    bucket: str
+    detail: str = ""
+    uncached: tuple[str, ...] = ()
+
+
+def classify(task: Task, needs: TaskNeeds, inventory: DesktopInventory, *,
+             cached: Callable[[str], bool], online: bool) -> Verdict:
+    """The bucket of one task (see the module docstring)."""
+    if needs.unsupported:
+        return Verdict(task, UNSUPPORTED, needs.unsupported[0])
+    if needs.network and not online:
+        return Verdict(task, UNSUPPORTED, OFFLINE_NETWORK)
+    missing = inventory.missing(needs)
+    if missing:
+        return Verdict(task, MISSING_APP, ", ".join(sorted(dict.fromkeys(missing))))
+    uncached = tuple(u for u in needs.files if not cached(u))
+    if uncached and not online:
+        return Verdict(task, NEEDS_CACHE, uncached=uncached)
+    return Verdict(task, RUNNABLE)
+
+
+@dataclass
+class Counts:
+    """The counts of one slice (all tasks, or one domain)."""
+
+    total: int = 0
+    runnable: int = 0
+    needs_cache: int = 0
+    missing_app: Counter[str] = field(default_factory=Counter)
+    unsupported: Counter[str] = field(default_factory=Counter)
+
+    def add(self, v: Verdict) -> None:
+        self.total += 1
+        if v.bucket == RUNNABLE:
+            self.runnable += 1
+        elif v.bucket == NEEDS_CACHE:
+            self.needs_cache += 1
+        elif v.bucket == MISSING_APP:
+            self.missing_app[v.detail] += 1
+        else:
+            self.unsupported[v.detail] += 1
+
+    def to_json(self) -> dict[str, Any]:
+        return {"total": self.total, "runnable": self.runnable, "needs_cache": self.needs_cache,
+                "missing_app": dict(self.missing_app.most_common()),
+                "unsupported": dict(self.unsupported.most_common())}
+
+
+@dataclass
+class Plan:
+    """Verdicts for a task list and their counts."""
+
+    verdicts: list[Verdict]
+    online: bool
+
+    def counts(self) -> tuple[Counts, dict[str, Counts]]:
+        overall, by_domain = Counts(), {}
+        for v in self.verdicts:
+            overall.add(v)
+            by_domain.setdefault(v.task.domain, Counts()).add(v)
+        return overall, by_domain
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"total", "runnable", "needs_cache", "missing_app": {app: N},
+        "unsupported": {why: N}, "by_domain": {domain: {...same keys}}}``."""
+        overall, by_domain = self.counts()
+        return {**overall.to_json(), "by_domain": {d: c.to_json() for d, c in by_domain.items()}}
+
+    def table(self) -> str:
+        """A per-domain table, then what is missing and why, for a terminal."""
+        overall, by_domain = self.counts()
+        head = f"{'domain':<22}{'total':>6}{'runnable':>10}{'+cache':>8}{'no app':>8}{'unsupp.':>9}"
+        lines = [head, "-" * len(head)]
+        for name, c in [*sorted(by_domain.items()), ("TOTAL", overall)]:
+            if name == "TOTAL":
+                lines.append("-" * len(head))
+            lines.append(f"{name:<22}{c.total:>6}{c.runnable:>10}{c.needs_cache:>8}"
+                         f"{sum(c.missing_app.values()):>8}{sum(c.unsupported.values()):>9}")
+        lines.append(f"runnable once files are cached: {overall.runnable + overall.needs_cache} "
+                     f"of {overall.total}"
+                     + ("" if self.online else " (offline here: tasks that need the internet "
+                        "while they run are counted unsupported)"))
+        if overall.missing_app:
+            lines.append("missing an app:")
+            lines += [f"  {n:>4}  {app}" for app, n in overall.missing_app.most_common()]
+        if overall.unsupported:
+            lines.append("unsupported:")
+            lines += [f"  {n:>4}  {why}" for why, n in overall.unsupported.most_common()]
+        return "\n".join(lines)
+
+
+def make_plan(tasks: Iterable[Task], inventory_for: Callable[[list[TaskNeeds]], DesktopInventory],
+              *, download_cache: Path, online: bool) -> Plan:
+    """Classify ``tasks``; ``inventory_for(needs)`` asks a desktop about every need at once."""
+    tasks = list(tasks)
+    needs = [task_needs(t) for t in tasks]
+    inventory = inventory_for(needs)
+    verdicts = [classify(t, n, inventory, cached=lambda u: is_cached(download_cache, u),
+                         online=online) for t, n in zip(tasks, needs)]
+    return Plan(verdicts, online)
+
+
+__all__ = ["Counts", "MISSING_APP", "NEEDS_CACHE", "OFFLINE_NETWORK", "Plan", "RUNNABLE",
+           "UNSUPPORTED", "Verdict", "classify", "make_plan"]

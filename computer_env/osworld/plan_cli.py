@@ -1,0 +1,98 @@
+"""The ``plan`` subcommand: per domain, how many tasks can run here (see :mod:`.plan`)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def add_plan_parser(sub: Any) -> None:
+    """Register ``plan`` on the subcommand parsers of ``python -m computer_env.osworld``."""
+    p = sub.add_parser("plan", help="how many tasks of a list can run here, and why not")
+    p.add_argument("--osworld-root", type=Path, default=None,
+                   help="OSWorld checkout or evaluation_examples folder (default: built-in)")
+    p.add_argument("--task-list", default="test_all",
+                   help="test_all|test_nogdrive|test_small|test_infeasible or a JSON file")
+    p.add_argument("--domain", action="append", default=None, help="only this domain")
+    p.add_argument("--cache-dir", type=Path, default=Path("results/.cache"),
+                   help="the suite's cache dir (downloads in DIR/downloads; default "
+                        "results/.cache, as the suite's default --cache-dir)")
+    p.add_argument("--vm-url", default=None, metavar="URL[#TOKEN]",
+                   help="ask this running desktop what it has (default: start a local one)")
+    p.add_argument("--unsandboxed", action="store_true",
+                   help="start the local desktop without the bubblewrap sandbox")
+    net = p.add_mutually_exclusive_group()
+    net.add_argument("--online", dest="online", action="store_true", default=None,
+                     help="count tasks as if the internet were reachable while they run")
+    net.add_argument("--offline", dest="online", action="store_false",
+                     help="count tasks as if this machine were offline")
+    p.add_argument("--net-probe-url", default="http://example.com/",
+                   help="URL fetched to decide whether this machine is online")
+    p.add_argument("--json", action="store_true",
+                   help="also print the counts as one JSON object on the last line")
+
+
+def run_plan(args: argparse.Namespace) -> int:
+    """Load the tasks, ask a desktop what it has, print the table (and the JSON line)."""
+    from computer_env.errors import ConfigurationError, InfraError
+    from computer_env.osworld.errors import TaskLoadError
+    from computer_env.osworld.needs_check import DesktopNeedsChecker, OnlineProbe
+    from computer_env.osworld.plan import make_plan
+    from computer_env.osworld.tasks import load_builtin_tasks, load_tasks
+
+    try:
+        tasks = (load_tasks(args.osworld_root, args.task_list, args.domain) if args.osworld_root
+                 else load_builtin_tasks(args.task_list, args.domain))
+    except TaskLoadError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    online = args.online if args.online is not None else OnlineProbe(args.net_probe_url)()
+    print(f"{len(tasks)} tasks; asking the desktop what it has; "
+          f"{'online' if online else 'offline'}", file=sys.stderr, flush=True)
+    try:
+        with _desktop(args) as (client, key):
+            plan = make_plan(tasks, lambda needs: DesktopNeedsChecker().probe(client, key, needs),
+                             download_cache=args.cache_dir / "downloads", online=online)
+    except (ConfigurationError, InfraError, RuntimeError) as exc:
+        print(f"error: no desktop to ask: {exc}", file=sys.stderr)
+        return 1
+    print(plan.table())
+    if args.json:
+        print(json.dumps(plan.to_json(), sort_keys=False))
+    return 0
+
+
+class _desktop:  # noqa: N801 - used as a context manager
+    """A client for ``--vm-url``, or for a local desktop started (and closed) here."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.provider: Any = None
+        self.client: Any = None
+
+    def __enter__(self) -> tuple[Any, str]:
+        from computer_env.desktop.client import DesktopClient
+        from computer_env.desktop.providers.remote import split_url_token
+
+        if self.args.vm_url:
+            url, token = split_url_token(self.args.vm_url)
+        else:
+            from computer_env.desktop.providers.local import LocalSandboxProvider
+
+            self.provider = LocalSandboxProvider(unsandboxed=self.args.unsandboxed)
+            handle = self.provider.start()
+            url, token = handle.url, handle.token
+        self.client = DesktopClient(url, token, timeout=90.0)
+        return self.client, url
+
+    def __exit__(self, *exc: object) -> None:
+        if self.client is not None:
+            self.client.close()
+        if self.provider is not None:
+            self.provider.close()
+
+
+__all__ = ["add_plan_parser", "run_plan"]
