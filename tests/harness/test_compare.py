@@ -343,3 +343,15 @@ def test_page_escapes_everything(tmp_path: Path) -> None:
     b = side("B", [(f"os/{evil}", None, "failed")])
     page = comparison_html(compare([a, b]), base_dir=tmp_path)
     assert "<script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+
+
+def test_cases_skipped_before_any_model_belong_to_the_run(tmp_path: Path) -> None:
+    run = write_run(tmp_path / "run", 2)
+    skipped = TaskResult(benchmark="osworld", case_id="chrome/t11", domain="chrome",
+                         task_id="t11", outcome="skipped", message="needs the internet")
+    write_result(task_dir(run, "unknown", skipped.case_id), skipped)
+    side = load_side(run)
+    assert side.model == "Org/Model-1" and len(side.samples) == 10
+    assert len(load_side(f"{run}#Org/Model-1").samples) == 10
+    info = side_info(side)
+    assert info.unscored_tasks == 2 and info.mean_score == pytest.approx(5 / 8)
