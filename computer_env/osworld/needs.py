@@ -10,6 +10,7 @@ with what a desktop actually has.
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 from collections.abc import Iterable
@@ -62,12 +63,9 @@ CHROME_GETTERS = frozenset({
 })
 """Getters that read Chrome's profile or talk to it over its debugging port."""
 
-WEB_GETTERS = frozenset({
-    "info_from_website", "page_info", "active_tab_html_parse", "active_tab_info",
-    "gotoRecreationPage_and_get_html_content", "pdf_from_url", "url_dashPart",
-    "number_of_search_results",
-})
-"""Getters that load a live web page when scoring."""
+WEB_GETTERS = frozenset({"gotoRecreationPage_and_get_html_content", "number_of_search_results"})
+"""Getters that load a fixed live web page when scoring (others do when their config names a
+remote URL; those reading the active tab load whatever the browser shows)."""
 
 CACHE_GETTERS = frozenset({"cloud_file", "cache_file"})
 """Getters whose files come from the web (the download cache when offline)."""
@@ -82,8 +80,10 @@ AGENT_WEB: tuple[tuple[re.Pattern[str], str], ...] = (
 )
 """Instructions whose solution needs the internet while the agent works (non-infeasible)."""
 
+_OTHER_BROWSERS = frozenset({"chromium", "chromium-browser"})
+"""A task that launches one of these itself (the built-in tasks) reads that browser's state."""
+
 GDRIVE = frozenset({"googledrive", "login"})
-_NETWORK_COMMANDS = frozenset({"pip", "pip3", "apt", "apt-get", "wget", "curl", "conda", "snap"})
 
 
 class TaskNeeds(BaseModel):
@@ -160,6 +160,7 @@ def command_needs(command: Any, shell: bool, needs: TaskNeeds, *, modules: bool 
     """Add what running ``command`` (an ``execute``/``launch``/``command`` step or a
     ``vm_command_line`` getter) needs to ``needs``; ``modules=False`` for an evaluator's command,
     whose imports are what the agent was asked to install."""
+    _command_network(command, needs)
     if isinstance(command, list) and command:
         words = [str(w) for w in command]
         prog = words[0]
@@ -174,10 +175,10 @@ def command_needs(command: Any, shell: bool, needs: TaskNeeds, *, modules: bool 
         if base in ("bash", "sh", "dash") and "-c" in words[1:]:
             _add(needs.programs, prog)
             script = words[words.index("-c") + 1] if words.index("-c") + 1 < len(words) else ""
-            command_needs(script, True, needs)
+            command_needs(script, True, needs, modules=modules)
             return
         if shell:
-            command_needs(" ".join(shlex.quote(w) for w in words), True, needs)
+            command_needs(" ".join(shlex.quote(w) for w in words), True, needs, modules=modules)
             return
         for word in words:  # no shell: the first word runs (after a wrapper's flags)
             if word.startswith("-") or _ASSIGNMENT.match(word):
@@ -186,8 +187,6 @@ def command_needs(command: Any, shell: bool, needs: TaskNeeds, *, modules: bool 
                 _add(needs.programs, word)
             if program_label(word) not in _WRAPPERS:
                 break
-        if base in _NETWORK_COMMANDS:
-            _add(needs.network, f"runs {base} (installs from the internet)")
         return
     elif isinstance(command, str):
         script = command
@@ -195,9 +194,17 @@ def command_needs(command: Any, shell: bool, needs: TaskNeeds, *, modules: bool 
         return
     for prog in shell_programs(script):
         _add(needs.programs, prog)
-        if prog in _NETWORK_COMMANDS:
-            _add(needs.network, f"runs {prog} (installs from the internet)")
     _schemas(script, needs)
+
+
+def _command_network(command: Any, needs: TaskNeeds) -> None:
+    """A command that installs packages or fetches a remote URL needs the internet."""
+    text = " ".join(str(w) for w in command) if isinstance(command, list) else str(command or "")
+    for package in _INSTALLS.findall(text):
+        _add(needs.network, f"installs {package} from the internet")
+    for url in _URL.findall(text):
+        if not is_local_url(url):
+            _add(needs.network, f"fetches {_host(url)}")
 
 
 def _schemas(text: str, needs: TaskNeeds) -> None:
@@ -237,9 +244,11 @@ def _getter_needs(spec: dict[str, Any], needs: TaskNeeds) -> None:
     if kind in ("vm_command_line", "vm_command_error"):
         command_needs(spec.get("command"), bool(spec.get("shell", False)), needs, modules=False)
     _add(needs.programs, *GETTER_PROGRAMS.get(kind, ()))
-    if kind in CHROME_GETTERS:
+    if kind in CHROME_GETTERS and not any(program_label(p) in _OTHER_BROWSERS
+                                          for p in needs.programs):
         _add(needs.programs, "google-chrome")
-    if kind in WEB_GETTERS:
+    remote = [u for u in _URL.findall(json.dumps(spec)) if not is_local_url(u)]
+    if kind in WEB_GETTERS or (remote and kind not in CACHE_GETTERS):
         _add(needs.network, f"the evaluator loads a live web page ({kind})")
     if kind in CACHE_GETTERS:
         paths = spec.get("path")

@@ -2,9 +2,9 @@
 
 from holo_agent.reference.conformance import Violation, check_request, extract_instruction
 from holo_agent.reference.faults import CONTENT_FAULTS, FaultPlan
-from holo_agent.reference.server import DONE_STEP, ReferenceEndpoint
+from holo_agent.reference.server import DONE_STEP, NoSolution, ReferenceEndpoint
 
 __all__ = [
-    "CONTENT_FAULTS", "DONE_STEP", "FaultPlan", "ReferenceEndpoint", "Violation",
+    "CONTENT_FAULTS", "DONE_STEP", "FaultPlan", "NoSolution", "ReferenceEndpoint", "Violation",
     "check_request", "extract_instruction",
 ]

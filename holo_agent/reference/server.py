@@ -10,8 +10,9 @@ It is a harness check, not a model: ``/v1/models`` reports ``reference-policy`` 
    number of assistant turns already in the conversation. A re-ask adds no assistant turn, so it
    gets the same step again (the scripted step, now without the injected fault);
 4. answers ``policy(instruction, step_index, request)`` when a policy is given and returns a
-   Step, else ``solutions[instruction][step_index]``, else ``answer("DONE")``;
-   with ``usage`` (plausible token counts) and a ``reasoning_content``.
+   Step, else ``solutions[instruction][step_index]``, else (past the solution's end)
+   ``answer("DONE")``; with ``usage`` (plausible token counts) and a ``reasoning_content``.
+   A task it has no solution for is answered HTTP 404 ``no_solution``, never a made-up DONE.
 
 ``POST /admin/faults`` with ``{"spec": "..."}`` sets faults from another process.
 ``requests_seen`` keeps the last ``keep_requests`` chat request bodies (oldest first);
@@ -40,6 +41,16 @@ DONE_STEP: dict[str, Any] = {
     "note": None, "thought": "The scripted solution is finished.",
     "tool_call": {"tool_name": "answer", "content": "DONE"},
 }
+
+
+class NoSolution(LookupError):
+    """The endpoint has no scripted solution (and no policy step) for the task: it answers
+    HTTP 404 ``no_solution`` instead of a made-up step, so the harness can skip the case with
+    that reason rather than score a DONE at step 1."""
+
+    def __init__(self, instruction: str) -> None:
+        super().__init__(f"the reference endpoint has no solution for this task "
+                         f"({instruction[:80]!r}); it plays scripted solutions only")
 
 
 def _bad_content(kind: str, step: dict[str, Any]) -> str:
@@ -164,7 +175,9 @@ class ReferenceEndpoint:
         index = sum(m.get("role") == "assistant" for m in messages)
         step = self.policy(instruction, index, body) if self.policy else None
         if step is None:
-            steps = self.solutions.get(instruction, [])
+            if instruction not in self.solutions:
+                raise NoSolution(instruction)
+            steps = self.solutions[instruction]
             step = steps[index] if index < len(steps) else DONE_STEP
         return step, index, instruction
 
@@ -281,7 +294,11 @@ class _Handler(BaseHTTPRequestHandler):
             log.warning("reference endpoint rejected a request: %s", violation)
             self._error(400, str(violation), rule=violation.rule, type="BadRequestError")
             return
-        payload = ep.completion(body, decision.content)
+        try:
+            payload = ep.completion(body, decision.content)
+        except NoSolution as exc:
+            self._error(404, str(exc), type="no_solution")
+            return
         with ep._lock:
             ep.responses_sent.append(payload)
         self._send(200, payload)

@@ -295,8 +295,11 @@ def test_check_evaluators_flags_a_reward_leak_and_passes_sound_tasks(tmp_path: P
     run = run_suite(tmp_path, "chk", "--osworld-root", str(root), "--check-evaluators")
     assert run.rc == 1, run.output[-3000:]
     outcomes = _outcomes(run)
-    assert outcomes == {"os/leaky": "failed", "os/sound": "passed"}, run.output[-3000:]
+    # no oracle for "sound": its leak check passed, and that is all it says (never a 100 %)
+    assert outcomes == {"os/leaky": "failed", "os/sound": "skipped"}, run.output[-3000:]
     assert "reward leak" in run.results()["os/leaky"]["message"]
+    assert run.results()["os/sound"]["message"].startswith("leak check only")
+    assert run.results()["os/sound"]["score"] is None
 
 
 def test_check_evaluators_is_clean_on_the_builtin_smoke_set(tmp_path: Path) -> None:
