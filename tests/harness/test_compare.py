@@ -293,7 +293,8 @@ def test_nothing_in_common_and_identical_runs() -> None:
     b = side("B", [("os/y", None, "passed")])
     assert "nothing to compare" in compare([a, b]).pairs[0].verdict
     same = compare([a, side("B", [("os/x", None, "passed")])]).pairs[0]
-    assert same.verdict.startswith("B is level with A (0.0 points), 95 % CI —, p = 1.000, 0 tasks")
+    assert same.verdict.startswith(
+        "B is level with A (0.0 points), 95 % CI —, p = 1.000, 0 tasks")
     with pytest.raises(ValueError):
         compare([a])
 
