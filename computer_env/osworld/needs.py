@@ -67,8 +67,9 @@ WEB_GETTERS = frozenset({"gotoRecreationPage_and_get_html_content", "number_of_s
 """Getters that load a fixed live web page when scoring (others do when their config names a
 remote URL; those reading the active tab load whatever the browser shows)."""
 
-CACHE_GETTERS = frozenset({"cloud_file", "cache_file"})
-"""Getters whose files come from the web (the download cache when offline)."""
+CACHE_GETTERS = frozenset({"cloud_file"})
+"""Getters whose files come from the web (the download cache when offline); ``cache_file``
+reads what a postconfig step wrote, not a download."""
 
 AGENT_WEB: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"^(?!.*\blocal\b).*\binstall(?:ing)?\b", re.I | re.S),
@@ -229,6 +230,7 @@ def _step_needs(step: SetupStep, needs: TaskNeeds) -> None:
         _add(needs.programs, "google-chrome")
     elif step.type in GDRIVE:
         _add(needs.unsupported, "a Google Drive account (googledrive/login setup steps)")
+        _add(needs.network, "Google Drive")
     elif step.type == "open":
         path = str(p.get("path", ""))
         if path.startswith(("http://", "https://")) and not is_local_url(path):
@@ -258,6 +260,7 @@ def _getter_needs(spec: dict[str, Any], needs: TaskNeeds) -> None:
                 _add(needs.files, url)
     if kind == "googledrive_file":
         _add(needs.unsupported, "a Google Drive account (googledrive_file getter)")
+        _add(needs.network, "Google Drive")
 
 
 def task_needs(task: Task) -> TaskNeeds:

@@ -221,11 +221,6 @@ def builtin_smoke_ids() -> set[str]:
 
 _LOCAL_URL_PREFIXES = ("{ASSET_URL}", "{GUEST_ASSET_URL}", "http://localhost", "http://127.0.0.1",
                        "https://localhost", "https://127.0.0.1", "file://")
-_CLOUD_GETTERS = frozenset({"cloud_file", "googledrive_file"})
-_WEB_GETTERS = frozenset({
-    "info_from_website", "page_info", "active_tab_html_parse", "active_tab_info",
-    "gotoRecreationPage_and_get_html_content", "pdf_from_url", "url_dashPart",
-})
 _GDRIVE_STEPS = frozenset({"googledrive", "login"})
 
 
@@ -234,30 +229,26 @@ def is_local_url(url: str) -> bool:
     return url.startswith(_LOCAL_URL_PREFIXES) or not url.startswith(("http://", "https://"))
 
 
-def _step_urls(step: SetupStep) -> list[str]:
-    params = step.parameters
-    if step.type == "download":
-        return [str(f.get("url", "")) for f in params.get("files", []) if isinstance(f, dict)]
-    if step.type in ("chrome_open_tabs", "chrome_close_tabs"):
-        return [str(u) for u in params.get("urls_to_open", params.get("urls_to_close", []))]
-    return []
-
-
 def needs_network(task: Task) -> bool:
-    """Does the task need the internet for setup or scoring?"""
-    if task.proxy:
-        return True
-    for step in task.all_steps():
-        if step.type in _GDRIVE_STEPS or step.type == "update_browse_history":
-            return True
-        if any(not is_local_url(u) for u in _step_urls(step)):
-            return True
-    return any(s.get("type") in _CLOUD_GETTERS | _WEB_GETTERS
-               for s in task.evaluator.getter_specs())
+    """Does the task need the internet while it runs (live web pages, a proxy, installers,
+    Google Drive)? Files its setup or evaluator downloads are not counted: they can come from
+    the download cache (see :func:`needs_download`)."""
+    from computer_env.osworld.needs import task_needs
+
+    return bool(task_needs(task).network)
+
+
+def needs_download(task: Task) -> bool:
+    """Does the task need files from the web (setup downloads, evaluator ``cloud_file``s),
+    which a prefetched download cache can provide?"""
+    from computer_env.osworld.needs import task_needs
+
+    return bool(task_needs(task).files)
 
 
 def task_markers(task: Task, *, smoke_ids: Collection[str] = ()) -> list[str]:
-    """Marker names for a task: its domain, ``infeasible``, ``proxy``, ``gdrive``, ``network``,
+    """Marker names for a task: its domain, ``infeasible``, ``proxy``, ``gdrive``, ``network``
+    (the internet while it runs), ``download`` (files from the web or the download cache),
     ``smoke`` (when its id or case id is in ``smoke_ids``)."""
     marks: list[str] = [task.domain] if task.domain else []
     if task.evaluator.is_infeasible:
@@ -268,6 +259,8 @@ def task_markers(task: Task, *, smoke_ids: Collection[str] = ()) -> list[str]:
         marks.append("gdrive")
     if needs_network(task):
         marks.append("network")
+    if needs_download(task):
+        marks.append("download")
     if task.id in smoke_ids or task.case_id in smoke_ids:
         marks.append("smoke")
     return marks
@@ -276,5 +269,5 @@ def task_markers(task: Task, *, smoke_ids: Collection[str] = ()) -> list[str]:
 __all__ = [
     "Evaluator", "GetterSpec", "SetupStep", "TASK_LISTS", "Task", "TaskLoadError",
     "builtin_root", "builtin_smoke_ids", "examples_root", "is_local_url", "load_builtin_tasks",
-    "load_task_file", "load_tasks", "needs_network", "parse_task", "task_markers",
+    "load_task_file", "load_tasks", "needs_download", "needs_network", "parse_task", "task_markers",
 ]

@@ -82,9 +82,21 @@ def test_markers() -> None:
     assert gdrive == all_ids - nogdrive
     downloads = {t.case_id for t in tasks if any(s.type == "download" for s in t.config)}
     assert len(downloads) == 260
+    download = {c for c, ms in marks.items() if "download" in ms}
+    fetched = {t.case_id for t in tasks
+               if any(s.type == "download" for s in t.evaluator.postconfig)
+               or any(g.get("type") == "cloud_file"
+                      for g in t.evaluator.getter_specs())}
+    assert download == downloads | fetched  # setup/postconfig downloads, evaluator files
+    # network: the internet while the task runs (not files a prefetched cache can hold)
     network = {c for c, ms in marks.items() if "network" in ms}
-    assert downloads <= network and gdrive <= network
+    assert gdrive <= network
     assert {c for c, ms in marks.items() if "proxy" in ms} <= network
+    assert "os/94d95f96-9699-4208-98ba-3c3119edf9c2" in network  # installs Spotify
+    assert "vlc/bba3381f-b5eb-4439-bd9e-80c22218d5a7" in network  # streams from a URL
+    assert not network & {"os/28cc3b7e-b194-4bc9-8353-d04c0f4d56d2",  # volume: offline
+                          "libreoffice_calc/0bf05a7d-b28b-44d2-955a-50b41e24012a"}  # a download
+    assert 60 <= len(network) <= 100
     assert all(ms[0] == c.split("/")[0] for c, ms in marks.items())
     listed_infeasible = {t.case_id for t in load_tasks(DATA, "test_infeasible")}
     assert listed_infeasible <= {c for c, ms in marks.items() if "infeasible" in ms}
