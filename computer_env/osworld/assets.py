@@ -1,7 +1,9 @@
 """A read-only static file server for the built-in tasks' input files and web pages.
 
 Setup ``download`` steps fetch ``{ASSET_URL}/<file>`` from the host, and browsers inside the
-desktop open ``{GUEST_ASSET_URL}/<page>``; both point at one :class:`AssetServer`.
+desktop open ``{GUEST_ASSET_URL}/<page>``; both point at one :class:`AssetServer`. Files the
+evaluator compares against (gold files) are served only over this host's loopback, never to a
+desktop: an agent must not be able to read the expected answer.
 
     python -m computer_env.osworld.assets --port 8765
 """
@@ -9,11 +11,14 @@ desktop open ``{GUEST_ASSET_URL}/<page>``; both point at one :class:`AssetServer
 from __future__ import annotations
 
 import argparse
+import ipaddress
+import json
 import logging
 import mimetypes
 import posixpath
 import threading
 import time
+from collections.abc import Collection
 from dataclasses import dataclass
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -82,6 +87,41 @@ def resolve(root: Path, url_path: str) -> Path | None:
     return real
 
 
+def private_assets(root: Path = BUILTIN_ROOT) -> frozenset[str]:
+    """Asset paths (relative, ``/``-separated) that only the evaluator may fetch: every
+    ``{ASSET_URL}/...`` (a host-side download) named in a task's ``evaluator`` (gold files,
+    expected outputs) and in no task's setup."""
+    found: dict[str, set[str]] = {"evaluator": set(), "config": set()}
+
+    def walk(value: object, into: set[str]) -> None:
+        if isinstance(value, str) and value.startswith("{ASSET_URL}/"):
+            into.add(posixpath.normpath(urlsplit(value.split("}/", 1)[1]).path).lstrip("/"))
+        elif isinstance(value, dict):
+            for item in value.values():
+                walk(item, into)
+        elif isinstance(value, list):
+            for item in value:
+                walk(item, into)
+
+    for path in sorted((root / "examples").glob("*/*.json")):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            evaluator = data.get("evaluator") or {}
+            walk([evaluator.get(k) for k in ("result", "expected", "postconfig")],
+                 found["evaluator"])
+            walk(data.get("config"), found["config"])
+        except (OSError, ValueError, AttributeError):
+            continue
+    return frozenset(found["evaluator"] - found["config"])
+
+
+def _loopback(address: str) -> bool:
+    try:
+        return ipaddress.ip_address(address.split("%")[0]).is_loopback
+    except ValueError:
+        return False
+
+
 class _Handler(BaseHTTPRequestHandler):
     server: "_Server"
     server_version = "AssetServer/1.0"
@@ -102,8 +142,17 @@ class _Handler(BaseHTTPRequestHandler):
 
     do_POST = do_PUT = do_DELETE = do_PATCH = _refuse  # noqa: N815
 
+    def _host_side(self) -> bool:
+        """The request came over this host's loopback (the harness), not from a desktop."""
+        return _loopback(str(self.client_address[0])) and \
+            _loopback(str(self.connection.getsockname()[0]))
+
     def _serve(self, *, body: bool) -> None:
-        target = resolve(self.server.owner.root, self.path)
+        owner = self.server.owner
+        target = resolve(owner.root, self.path)
+        if target is not None and not self._host_side() and \
+                target.relative_to(owner.root).as_posix() in owner.private:
+            target = None  # an expected/gold file: for the evaluator on the host only
         if target is None:
             data = b"not found\n"
             self.send_response(HTTPStatus.NOT_FOUND)
@@ -138,8 +187,11 @@ class AssetServer:
     """Serves ``root`` read-only over HTTP from a background thread."""
 
     def __init__(self, root: Path = BUILTIN_ROOT / "assets", host: str = "0.0.0.0",
-                 port: int = 0) -> None:
+                 port: int = 0, private: Collection[str] | None = None) -> None:
+        """``private``: paths under ``root`` served only to this host's loopback (default: the
+        evaluator-only files of the built-in tasks, :func:`private_assets`)."""
         self.root = Path(root).resolve()
+        self.private = frozenset(private) if private is not None else private_assets()
         self.host = host
         self._requested_port = port
         self._server: _Server | None = None

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from computer_env.osworld import chrome
+from computer_env.osworld.confine import asset_hosts, check_download_url, confined
 from computer_env.osworld.context import TaskContext
 from computer_env.osworld.download import cached_fetch, fetch
 from computer_env.osworld.urls import compare_urls
@@ -38,6 +39,7 @@ def download(ctx: TaskContext, files: list[dict[str, str]]) -> None:
         url, path = item.get("url", ""), item.get("path", "")
         if not url or not path:
             raise ValueError(f"invalid download entry (url={url!r}, path={path!r})")
+        check_download_url(url, allow_hosts=asset_hosts(ctx.vars))
         if _is_asset_url(ctx, url):
             with tempfile.TemporaryDirectory() as tmp:
                 data = fetch(url, Path(tmp) / "file").read_bytes()
@@ -49,7 +51,7 @@ def download(ctx: TaskContext, files: list[dict[str, str]]) -> None:
 def upload_file(ctx: TaskContext, files: list[dict[str, str]]) -> None:
     """Upload host files (``local_path``) to guest paths (``path``)."""
     for item in files:
-        local = Path(item["local_path"]).expanduser()
+        local = confined(ctx.task_cache_dir, item["local_path"])
         if not local.is_file():
             raise FileNotFoundError(f"upload_file: no local file {local}")
         ctx.client.upload_file(item["path"], local.read_bytes())

@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
+from computer_env.osworld.confine import ConfinementError, check_name, check_task, confined
 from computer_env.osworld.errors import TaskLoadError
 
 logger = logging.getLogger(__name__)
@@ -123,6 +124,10 @@ def parse_task(data: dict[str, Any], *, domain: str = "", path: Path | None = No
         err = exc.errors()[0]
         loc = ".".join(str(p) for p in err["loc"]) or "<root>"
         raise TaskLoadError(where, f"field {loc}: {err['msg']} ({len(exc.errors())} error(s))") from exc
+    try:
+        check_task(task)
+    except ConfinementError as exc:
+        raise TaskLoadError(where, str(exc)) from exc
     task._domain = domain
     task._path = path
     return task
@@ -182,14 +187,20 @@ def load_tasks(
     """Load the tasks of ``task_list`` (a list name or a path to a ``{domain: [ids]}`` JSON file)
     from an OSWorld checkout or an ``evaluation_examples`` folder, optionally only ``domains``."""
     ex_root = examples_root(Path(root))
-    _, listing = _read_task_list(ex_root, task_list)
+    list_path, listing = _read_task_list(ex_root, task_list)
     wanted = set(domains) if domains is not None else None
     tasks: list[Task] = []
     for domain, ids in listing.items():
         if wanted is not None and domain not in wanted:
             continue
         for task_id in ids:
-            tasks.append(load_task_file(ex_root / "examples" / domain / f"{task_id}.json", domain))
+            try:
+                check_name(domain, "domain")
+                check_name(task_id, "task id")
+                path = confined(ex_root / "examples", f"{domain}/{task_id}.json")
+            except ConfinementError as exc:
+                raise TaskLoadError(str(list_path), str(exc)) from exc
+            tasks.append(load_task_file(path, domain))
     logger.debug("loaded %d tasks from %s (%s)", len(tasks), ex_root, task_list)
     return tasks
 

@@ -42,6 +42,23 @@ def _run_block(code: str, pyautogui: Any) -> dict[str, Any]:
     }
 
 
+def _confirm(pyautogui: Any, dpy: Any) -> Any:
+    """After a block: wait until the focused app has handled its input (XSync and a
+    ``_NET_WM_PING`` round trip, see ``text_input.confirm_delivered``); returns the display
+    (opened on first use), None when there is no X display."""
+    try:
+        from Xlib import display as xdisplay
+
+        from computer_env.desktop.server.text_input import confirm_delivered
+
+        dpy = dpy or xdisplay.Display()
+        confirm_delivered(dpy)
+        return dpy
+    except Exception:  # noqa: BLE001 - confirmation is best effort; the block's result stands
+        traceback.print_exc()
+        return None
+
+
 def main() -> None:
     """Serve code blocks until stdin closes."""
     channel = os.fdopen(os.dup(1), "w", encoding="utf-8")
@@ -49,13 +66,16 @@ def main() -> None:
     sys.stdout = sys.stderr
     import pyautogui
 
+    dpy = None
     channel.write(json.dumps({"ready": True}) + "\n")
     channel.flush()
     for line in sys.stdin:
         if not line.strip():
             continue
         request = json.loads(line)
-        channel.write(json.dumps(_run_block(request["code"], pyautogui)) + "\n")
+        result = _run_block(request["code"], pyautogui)
+        dpy = _confirm(pyautogui, dpy)
+        channel.write(json.dumps(result) + "\n")
         channel.flush()
 
 

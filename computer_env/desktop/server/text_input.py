@@ -106,6 +106,21 @@ def ping_window(dpy: xdisplay.Display, window_id: int, timeout: float) -> bool |
         select.select([dpy], [], [], left)
 
 
+def confirm_delivered(dpy: xdisplay.Display, timeout: float = PING_TIMEOUT_S) -> bool | None:
+    """Input delivered, not just sent: ``XSync`` (the X server has processed every event sent
+    so far), then a ``_NET_WM_PING`` round trip with the active window, whose app answers only
+    after handling every earlier event. True once answered, False if it did not answer within
+    ``timeout`` (a busy app), None when there is no active window or it lacks the protocol."""
+    dpy.sync()
+    window = active_window(dpy)
+    if not window:
+        return None
+    answered = ping_window(dpy, window, timeout)
+    if answered is False:
+        logger.warning("window 0x%x did not confirm input within %g s", window, timeout)
+    return answered
+
+
 class KeymapSlots:
     """Places (keycode, level) in unused keycodes of the X keymap for the characters typed."""
 
@@ -296,6 +311,7 @@ def type_text(text: str, *, delay_ms: int = 12, timeout: float | None = None) ->
                             slots.touch(need, time.monotonic())
                 if i < len(lines) - 1:
                     _xdotool(["key", "--clearmodifiers", "Return"], None, deadline)
+            confirm_delivered(dpy, max(0.1, min(PING_TIMEOUT_S, deadline - time.monotonic())))
         except (xerror.XError, xerror.ConnectionClosedError) as exc:
             raise TypingError(f"X error while preparing the keymap: {exc}") from None
         finally:

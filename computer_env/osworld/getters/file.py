@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from computer_env.errors import EvaluatorInfraError, NetworkError
+from computer_env.osworld.confine import asset_hosts, check_download_url, confined
 from computer_env.osworld.download import fetch
 
 logger = logging.getLogger(__name__)
@@ -32,7 +33,7 @@ def get_vm_file(env: Any, config: dict[str, Any]) -> str | None | list[str | Non
     out: list[str | None] = []
     for i, (path, dest) in enumerate(zip(paths, dests)):
         data = env.controller.get_file(path)
-        local = Path(env.cache_dir) / dest
+        local = confined(env.cache_dir, dest)
         if data is None:
             logger.info("vm_file: %s does not exist in the desktop", path)
             if i in gives:
@@ -47,7 +48,7 @@ def get_vm_file(env: Any, config: dict[str, Any]) -> str | None | list[str | Non
 
 def get_cache_file(env: Any, config: dict[str, Any]) -> str:
     """A file already in the task cache (e.g. a setup step's ``stdout``)."""
-    path = Path(env.cache_dir) / config["path"]
+    path = confined(env.cache_dir, config["path"])
     if not path.exists():
         raise FileNotFoundError(f"cache_file: {path} does not exist")
     return str(path)
@@ -57,8 +58,10 @@ def get_cloud_file(env: Any, config: dict[str, Any]) -> str | list[str]:
     """Download URL(s) on the host into the task cache; the local path(s)."""
     paths, dests, gives = _paths(config)
     out: list[str] = []
+    ctx_vars = getattr(getattr(env, "ctx", None), "vars", None) or {}
     for i, (url, dest) in enumerate(zip(paths, dests)):
-        local = Path(env.cache_dir) / dest
+        check_download_url(url, allow_hosts=asset_hosts(ctx_vars))
+        local = confined(env.cache_dir, dest)
         if i in gives:
             out.append(str(local))
         if local.exists():

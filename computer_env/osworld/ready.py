@@ -1,0 +1,258 @@
+"""Ready means ready: before the first action, the task's app is up and accepting input.
+
+A still screen is not enough (LibreOffice can sit blank, without toolbars, for seconds while it
+loads a document, and a key press sent then is lost). :func:`wait_until_ready` waits until:
+
+1. the window of the app the task's setup opened last is mapped, active and holds the keyboard
+   focus, and its event loop answers a ``_NET_WM_PING`` (it has handled every earlier event);
+2. for LibreOffice, its accessibility tree shows toolbars and the focus inside the document
+   (Calc's sheet with its cell cursor, Writer's paragraph): ``ready_probe.py``, run in the desktop;
+3. the screen has been quiet for a second (drawn).
+
+Everything is asked through the OSWorld server API (``/execute`` and pyautogui code), so the same
+check runs on the local desktop and on an OSWorld VM. When the app never gets there, the case is
+an infrastructure failure (:class:`AppNotReady`, rerun then unscored), never a 0.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import posixpath
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from computer_env.errors import SetupError
+from computer_env.osworld.settle import wait_until_settled
+from computer_env.osworld.tasks import SetupStep, Task
+
+logger = logging.getLogger(__name__)
+
+_PROBE_SOURCE = (Path(__file__).with_name("ready_probe.py")).read_text(encoding="utf-8")
+
+_APPS: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
+    # (kind, program names, WM_CLASS substrings)
+    ("libreoffice", ("libreoffice", "soffice", "localc", "lowriter", "loimpress"),
+     ("libreoffice", "soffice")),
+    ("browser", ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome"),
+     ("chromium", "google-chrome", "chrome")),
+    ("terminal", ("xterm", "gnome-terminal", "x-terminal-emulator"),
+     ("xterm", "gnome-terminal")),
+    ("editor", ("mousepad", "gedit", "gnome-text-editor", "code"), ("mousepad", "gedit", "code")),
+)
+_OFFICE_SUFFIXES = frozenset({".xlsx", ".xls", ".ods", ".csv", ".docx", ".doc", ".odt", ".rtf",
+                              ".pptx", ".ppt", ".odp"})
+_TEXT_SUFFIXES = frozenset({".txt", ".md", ".conf", ".py", ".sh", ".json", ".log", ".ini"})
+
+
+class AppNotReady(SetupError):
+    """The task's app did not become ready for input in time."""
+
+    category = "setup"
+
+
+@dataclass(frozen=True)
+class AppExpectation:
+    """What the first action needs: a window of ``kind`` (``classes``), titled with ``title``."""
+
+    kind: str
+    classes: tuple[str, ...] = ()
+    title: str = ""
+
+
+@dataclass
+class ReadyReport:
+    """How readiness went (for the case's timings and logs)."""
+
+    expected: AppExpectation | None
+    waited_s: float = 0.0
+    probes: int = 0
+    last: dict[str, Any] = field(default_factory=dict)
+
+
+def _program(step: SetupStep) -> str:
+    cmd = step.parameters.get("command")
+    if isinstance(cmd, list) and cmd:
+        return posixpath.basename(str(cmd[0]))
+    if isinstance(cmd, str) and cmd.strip():
+        return posixpath.basename(cmd.split()[0])
+    return ""
+
+
+def _by_program(name: str) -> AppExpectation | None:
+    for kind, programs, classes in _APPS:
+        if name in programs:
+            return AppExpectation(kind, classes)
+    return None
+
+
+def expected_app(task: Task) -> AppExpectation | None:
+    """The app whose window should take the first action: the last GUI app the setup opened
+    (``open`` of a document, or ``launch``/``execute`` of a known GUI program); None when the
+    setup opens nothing known (only the screen settling is waited for then)."""
+    found: AppExpectation | None = None
+    for step in task.config:
+        if step.type == "open":
+            path = str(step.parameters.get("path", ""))
+            name = posixpath.basename(path)
+            suffix = posixpath.splitext(name)[1].lower()
+            if suffix in _OFFICE_SUFFIXES:
+                found = AppExpectation("libreoffice", _APPS[0][2], name)
+            elif suffix in _TEXT_SUFFIXES:
+                found = AppExpectation("editor", (), name)
+            elif name:
+                found = AppExpectation("other", (), name)
+        elif step.type == "launch":
+            found = _by_program(_program(step)) or found
+        elif step.type in ("chrome_open_tabs",):
+            found = AppExpectation("browser", _APPS[1][2])
+    return found
+
+
+# pyautogui code run in the desktop: the active window, its focus, and a _NET_WM_PING round trip
+_X_PROBE = r'''
+import json as _j, select as _s, time as _t
+from Xlib import display as _D, X as _X, Xatom as _A, error as _E
+from Xlib.protocol import event as _V
+_d = _D.Display(); _r = _d.screen().root; _o = {"active": 0}
+try:
+    _p = _r.get_full_property(_d.intern_atom("_NET_ACTIVE_WINDOW"), _A.WINDOW)
+    _w_id = int(_p.value[0]) if _p is not None and len(_p.value) else 0
+    _o["active"] = _w_id
+    if _w_id:
+        _w = _d.create_resource_object("window", _w_id)
+        _o["class"] = [str(c) for c in (_w.get_wm_class() or ())]
+        _n = _w.get_full_property(_d.intern_atom("_NET_WM_NAME"), _d.intern_atom("UTF8_STRING"))
+        _o["title"] = _n.value.decode("utf-8", "replace") if _n is not None else str(_w.get_wm_name() or "")
+        _o["viewable"] = _w.get_attributes().map_state == _X.IsViewable
+        _f = _d.get_input_focus().focus; _f = _f.id if hasattr(_f, "id") else 0; _c = 0
+        while _f and _f != _w_id and _f != _r.id and _c < 64:
+            _f = _d.create_resource_object("window", _f).query_tree().parent.id; _c += 1
+        _o["focused"] = _f == _w_id
+        _ping, _prot = _d.intern_atom("_NET_WM_PING"), _d.intern_atom("WM_PROTOCOLS")
+        _o["pong"] = None
+        if _ping in (_w.get_wm_protocols() or []):
+            _r.change_attributes(event_mask=_X.SubstructureNotifyMask)
+            _st = int(_t.time() * 1000) & 0xFFFFFFFF
+            _w.send_event(_V.ClientMessage(window=_w, client_type=_prot, data=(32, [_ping, _st, _w_id, 0, 0])), event_mask=0)
+            _d.flush(); _end = _t.monotonic() + %(ping_s)s; _o["pong"] = False
+            while not _o["pong"] and _t.monotonic() < _end:
+                while _d.pending_events():
+                    _e = _d.next_event()
+                    if _e.type == _X.ClientMessage and _e.client_type == _prot and list(_e.data[1][:2]) == [_ping, _st]:
+                        _o["pong"] = True
+                if not _o["pong"]:
+                    _s.select([_d], [], [], max(0.0, _end - _t.monotonic()))
+except _E.XError as _x:
+    _o["error"] = str(_x)
+finally:
+    _d.close()
+print(_j.dumps(_o))
+'''
+
+
+def _last_json(text: str) -> dict[str, Any] | None:
+    for line in reversed((text or "").strip().splitlines()):
+        try:
+            value = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            return value
+    return None
+
+
+def x_window_state(client: Any, *, ping_s: float = 2.0) -> dict[str, Any]:
+    """The active window (id, class, title, viewable, focused, pong) as the desktop sees it."""
+    res = client.run_pyautogui(_X_PROBE % {"ping_s": repr(float(ping_s))})
+    state = _last_json(getattr(res, "output", ""))
+    if state is None:
+        err = (getattr(res, "error", "") or "").strip().splitlines()
+        return {"error": err[-1] if err else "no answer from the window probe"}
+    return state
+
+
+def office_state(client: Any, title: str) -> dict[str, Any]:
+    """LibreOffice's frame as its accessibility tree shows it (see ``ready_probe.py``)."""
+    res = client.execute(["/usr/bin/python3", "-c", _PROBE_SOURCE, title], timeout=60)
+    state = _last_json(getattr(res, "output", ""))
+    if state is None:
+        err = (getattr(res, "error", "") or "").strip().splitlines()
+        return {"error": err[-1] if err else "no answer from the accessibility probe"}
+    return state
+
+
+def window_problem(expected: AppExpectation, state: dict[str, Any]) -> str | None:
+    """Why the active window cannot take input yet (None: it can)."""
+    if state.get("error"):
+        return f"window probe failed: {state['error']}"
+    if not state.get("active"):
+        return "no active window"
+    title, classes = str(state.get("title", "")), [c.lower() for c in state.get("class", [])]
+    if expected.title and expected.title not in title:
+        return f"the active window is {title!r}, not the one showing {expected.title!r}"
+    if expected.classes and not any(want in c for want in expected.classes for c in classes):
+        return f"the active window's class is {classes}, not one of {list(expected.classes)}"
+    if not state.get("viewable"):
+        return f"window {title!r} is not mapped"
+    if not state.get("focused"):
+        return f"window {title!r} does not hold the keyboard focus"
+    if state.get("pong") is False:
+        return f"window {title!r} does not answer (its app is busy)"
+    return None
+
+
+def office_problem(state: dict[str, Any]) -> str | None:
+    """Why LibreOffice's document cannot take input yet (None: it can)."""
+    if not state.get("app"):
+        return "LibreOffice is not on the accessibility bus yet"
+    if not state.get("frame"):
+        return "LibreOffice has no frame for the document yet"
+    if not state.get("toolbars"):
+        return "LibreOffice shows no toolbars yet"
+    if not state.get("in_document"):
+        return f"the focus is not in the document yet (focused: {state.get('focus')})"
+    return None
+
+
+def wait_until_ready(client: Any, task: Task, *, timeout: float = 120.0, poll_s: float = 0.5,
+                     quiet_s: float = 1.0, settle_cap_s: float = 10.0) -> ReadyReport:
+    """Wait until the task's app accepts input (see the module docstring); raise
+    :class:`AppNotReady` naming what was missing after ``timeout`` seconds."""
+    expected = expected_app(task)
+    report = ReadyReport(expected)
+    start = time.monotonic()
+    deadline = start + timeout
+    office_checked = expected is not None and expected.kind == "libreoffice"
+    problem: str | None = None
+    while expected is not None:
+        report.probes += 1
+        state = x_window_state(client)
+        report.last = state
+        problem = window_problem(expected, state)
+        if problem is None and office_checked:
+            office = office_state(client, expected.title)
+            report.last = {**state, "office": office}
+            if office.get("error") and "missing" in str(office["error"]):
+                logger.warning("cannot check LibreOffice's readiness: %s", office["error"])
+                office_checked = False
+            else:
+                problem = office_problem(office)
+        if problem is None:
+            break
+        if time.monotonic() >= deadline:
+            raise AppNotReady(f"the task's app was not ready for input after {timeout:g} s: "
+                              f"{problem}")
+        logger.debug("waiting for the app: %s", problem)
+        time.sleep(poll_s)
+    left = max(1.0, min(settle_cap_s, deadline - time.monotonic()))
+    wait_until_settled(client, quiet_s=quiet_s, cap_s=left)
+    report.waited_s = round(time.monotonic() - start, 3)
+    logger.debug("%s ready after %.2f s (%d probes)", expected, report.waited_s, report.probes)
+    return report
+
+
+__all__ = ["AppExpectation", "AppNotReady", "ReadyReport", "expected_app", "office_problem",
+           "office_state", "wait_until_ready", "window_problem", "x_window_state"]
