@@ -4,6 +4,9 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTEST := $(VENV)/bin/pytest
+# OSWorld's own code (setup controller, getters, metrics), installed without its pinned
+# dependencies (torch, CUDA, cloud SDKs); the `osworld` extra brings what that code imports.
+DESKTOP_ENV_VERSION ?= 1.0.2
 
 # Debian packages: the local desktop (X server, window manager, apps, accessibility, sandbox),
 # a real forward proxy for the network tests, and the tools the tests and benchmarks use.
@@ -30,7 +33,8 @@ apt:
 venv:
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@$(PY) -m pip install -q --upgrade pip
-	@$(PY) -m pip install -q -e '.[dev]'
+	@$(PY) -m pip install -q -e '.[dev,osworld]'
+	@$(PY) -m pip install -q --no-deps 'desktop-env==$(DESKTOP_ENV_VERSION)'
 
 # RealtimeGym is not on the package index: install its source snapshot from the shared/ folder
 # beside the checkout (read-only there, and the games write into their own tree), copied to a

@@ -1,7 +1,10 @@
 """``python -m computer_env.desktop run``: one local desktop in the foreground.
 
-Prints ONE JSON line ``{"url": ..., "token": ..., "display": ...}`` (plus ``guest_host``) once
-the desktop's server answers, then waits until SIGINT/SIGTERM and removes everything it started.
+Prints ONE JSON line ``{"url": ..., "token": ..., "display": ...}`` (plus ``guest_host``,
+``osworld_url`` and ``osworld_ports``) once the desktop's server answers, then waits until
+SIGINT/SIGTERM and removes everything it started. ``osworld_url`` is for OSWorld's own code
+(``PythonController(vm_ip, server_port)``, ``SetupController``, getters): no token, reachable
+from this host only (``osworld_ports`` gives its ``server``, ``cdp`` and ``vlc`` ports).
 """
 
 from __future__ import annotations
@@ -50,7 +53,8 @@ def run(args: argparse.Namespace) -> int:
             provider.allow_host_port(port)
         handle = provider.start()
         line = {"url": handle.url, "token": handle.token, "display": handle.display,
-                "guest_host": handle.guest_host}
+                "guest_host": handle.guest_host, "osworld_url": handle.osworld_url,
+                "osworld_ports": handle.osworld_ports}
         print(json.dumps(line), flush=True)
         while not stop.wait(1.0):
             if not provider.is_alive():

@@ -14,7 +14,11 @@ class DesktopHandle:
     ``token`` the bearer token (None for an upstream OSWorld VM, which has no auth),
     ``guest_host`` the address under which the *guest* reaches services the harness runs on the
     host (asset server, proxy), ``ports`` the other published guest ports by name
-    (``cdp``, ``vlc``, ``vnc``) as reachable from the host.
+    (``cdp``, ``vlc``, ``vnc``) as reachable from the host. ``osworld_url`` is where OSWorld's
+    own code (``PythonController``, ``SetupController``, getters) reaches the server WITHOUT a
+    token: a host-loopback gateway nothing inside a desktop can reach
+    (:mod:`computer_env.desktop.gateway`); ``osworld_ports`` its ``server``, ``cdp`` and ``vlc``
+    ports on 127.0.0.1.
     """
 
     url: str
@@ -24,6 +28,8 @@ class DesktopHandle:
     ports: dict[str, int] = field(default_factory=dict)
     provider: str = "local"
     image: str | None = None
+    osworld_url: str | None = None
+    osworld_ports: dict[str, int] = field(default_factory=dict)
 
 
 class DesktopProvider(abc.ABC):
@@ -48,6 +54,11 @@ class DesktopProvider(abc.ABC):
     @abc.abstractmethod
     def close(self) -> None:
         """Stop everything this provider started; idempotent; leaves no process or container."""
+
+    def limit_breaches(self) -> list[str]:
+        """The resource limits (memory, processes, /tmp) the current desktop hit since its last
+        start/reset, one line each; empty when none (or when the provider cannot tell)."""
+        return []
 
     def allow_host_port(self, port: int) -> None:  # noqa: B027 - optional
         """Let the guest reach ``port`` on the host (asset server, proxy). Default: nothing to do."""

@@ -24,6 +24,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Literal
 
+from computer_env.desktop.gateway import OSWorldGateway, with_gateway
 from computer_env.desktop.providers.base import DesktopHandle, DesktopProvider
 from computer_env.desktop.providers.ports import (
     named_ports,
@@ -47,7 +48,7 @@ LABEL_ROLE = "holo-bench.role"
 DEFAULT_OSWORLD_IMAGE = "happysixd/osworld-docker"
 DEFAULT_GUEST_SERVER_IMAGE = "holo-bench/desktop:latest"
 _OSWORLD_PORTS = (5000, 9222, 8080, 8006)
-_GUEST_SERVER_PORTS = (5000,)
+_GUEST_SERVER_PORTS = (5000, 9222, 8080)  # server, Chrome DevTools, VLC (host loopback only)
 
 
 class DockerProvider(DesktopProvider):
@@ -109,6 +110,7 @@ class DockerProvider(DesktopProvider):
         self._bg: ThreadPoolExecutor | None = None
         self._bg_client: Any = None  # the docker SDK's session is not shared across threads
         self._closed = False
+        self._osworld_gateway: OSWorldGateway | None = None
 
     # ----------------------------------------------------------------- public API
     def preflight(self) -> list[str]:
@@ -178,6 +180,9 @@ class DockerProvider(DesktopProvider):
             _remove_quietly(spare.result()[0])
         _remove_quietly(self._container)
         self._container, self._handle = None, None
+        if self._osworld_gateway is not None:
+            self._osworld_gateway.close()
+            self._osworld_gateway = None
         for client in (self._client, self._bg_client):
             if client is not None:
                 client.close()
@@ -221,10 +226,12 @@ class DockerProvider(DesktopProvider):
             _remove_quietly(container)
             self._container = None
             raise
-        return DesktopHandle(
+        handle = DesktopHandle(
             url=url, token=token, display=":0" if self.kind == "guest-server" else None,
             guest_host=gateway, ports=named_ports(ports), provider="docker", image=self.image,
         )
+        handle, self._osworld_gateway = with_gateway(handle, self._osworld_gateway)
+        return handle
 
     def _create(self, client: Any = None, role: str = "active") -> tuple[Any, str | None]:
         """Create and start a container (does not wait for readiness)."""

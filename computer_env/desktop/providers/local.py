@@ -25,6 +25,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from computer_env.desktop.gateway import OSWorldGateway, with_gateway
 from computer_env.desktop.providers import bwrap, netns
 from computer_env.desktop.providers.base import DesktopHandle, DesktopProvider
 from computer_env.desktop.providers.home_template import ensure_template
@@ -121,6 +122,7 @@ class LocalSandboxProvider(DesktopProvider):
         self._allowed: set[int] = set()
         self._handle: DesktopHandle | None = None
         self._host_port = 0
+        self._gateway: OSWorldGateway | None = None
 
     # -- public API ------------------------------------------------------------------------
     @property
@@ -136,7 +138,9 @@ class LocalSandboxProvider(DesktopProvider):
             if not self._fin.fin.alive:  # started again after close()
                 self._fin = _Finalizer(self, self._res)
             try:
-                return self._start_unsandboxed() if self.unsandboxed else self._start_sandbox()
+                handle = self._start_unsandboxed() if self.unsandboxed else self._start_sandbox()
+                self._handle, self._gateway = with_gateway(handle, self._gateway)
+                return self._handle
             except BaseException:
                 self.close()
                 raise
@@ -164,6 +168,9 @@ class LocalSandboxProvider(DesktopProvider):
     def close(self) -> None:
         with self._res.lock:
             self._handle = None
+            if self._gateway is not None:
+                self._gateway.close()
+                self._gateway = None
             self._fin.fin()
 
     def allow_host_port(self, port: int) -> None:

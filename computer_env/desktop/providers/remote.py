@@ -12,6 +12,7 @@ import os
 import re
 from collections.abc import Sequence
 
+from computer_env.desktop.gateway import OSWorldGateway, with_gateway
 from computer_env.desktop.providers.base import DesktopHandle, DesktopProvider
 from computer_env.desktop.providers.ports import probe, wait_until_ready
 from computer_env.errors import ConfigurationError, VMUnreachable
@@ -67,6 +68,7 @@ class RemoteProvider(DesktopProvider):
         self.ready_timeout = ready_timeout
         self.guest_host = guest_host
         self._handle: DesktopHandle | None = None
+        self._gateway: OSWorldGateway | None = None
 
     def start(self) -> DesktopHandle:
         """Wait (bounded) until the server returns a screenshot; raise VMUnreachable otherwise."""
@@ -75,8 +77,9 @@ class RemoteProvider(DesktopProvider):
                              what=f"remote desktop {self.url}")
         except Exception as exc:
             raise VMUnreachable(str(exc)) from exc
-        self._handle = DesktopHandle(url=self.url, token=self._token, guest_host=self.guest_host,
-                                     provider="remote")
+        handle = DesktopHandle(url=self.url, token=self._token, guest_host=self.guest_host,
+                               provider="remote")
+        self._handle, self._gateway = with_gateway(handle, self._gateway)
         return self._handle
 
     def reset(self) -> DesktopHandle:
@@ -89,5 +92,9 @@ class RemoteProvider(DesktopProvider):
         return probe(self.url, self._token)
 
     def close(self) -> None:
-        """Nothing to stop: the desktop belongs to someone else."""
+        """Nothing to stop but the host-side OSWorld gateway: the desktop belongs to someone
+        else."""
         self._handle = None
+        if self._gateway is not None:
+            self._gateway.close()
+            self._gateway = None

@@ -1,0 +1,300 @@
+"""``OSWorldGateway``: the host-side entrance OSWorld's own code uses to reach one desktop.
+
+OSWorld's ``PythonController``, ``SetupController`` and getters send no token and build their
+URLs from ``vm_ip`` plus ports (``server_port``, ``chromium_port``, ``vlc_port``). The guest
+server wants a bearer token on every address an agent could reach, so the gateway listens on the
+host's loopback only (no sandbox, container or VM reaches the host's 127.0.0.1) and:
+
+- forwards HTTP to the guest server, adding the token (``osworld_url``);
+- forwards raw TCP to the guest's Chrome DevTools (``cdp``) and VLC (``vlc``) ports;
+- accepts a connection only from a socket owned by this host user (a proxy or service running as
+  another user cannot relay a desktop's request to it);
+- keeps a short journal of the HTTP exchanges, so that callers can check what OSWorld's
+  ``SetupController`` only logs (a command's exit status, a window that was not found).
+"""
+
+from __future__ import annotations
+
+import collections
+import http.client
+import json
+import logging
+import os
+import socket
+import socketserver
+import threading
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import urlsplit
+
+log = logging.getLogger(__name__)
+
+GUEST_TCP_PORTS: dict[str, int] = {"cdp": 9222, "vlc": 8080}
+"""Guest ports OSWorld's getters reach directly, by name, with OSWorld's defaults."""
+JOURNAL_SIZE = 500
+UPSTREAM_TIMEOUT = 3700.0  # OSWorld's /setup/open_file may wait 1800 s (+ its client's margin)
+_HOP = {"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te",
+        "trailers", "transfer-encoding", "upgrade", "host", "authorization", "content-length"}
+
+
+@dataclass
+class Exchange:
+    """One HTTP request through the gateway and its answer."""
+
+    seq: int
+    method: str
+    path: str
+    status: int
+    request: dict[str, Any] | None = None
+    response: dict[str, Any] | None = None
+
+
+@dataclass
+class Journal:
+    """The last :data:`JOURNAL_SIZE` exchanges, numbered."""
+
+    entries: collections.deque = field(
+        default_factory=lambda: collections.deque(maxlen=JOURNAL_SIZE))
+    seq: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def add(self, **kw: Any) -> None:
+        with self.lock:
+            self.seq += 1
+            self.entries.append(Exchange(seq=self.seq, **kw))
+
+    def mark(self) -> int:
+        """The number of the last exchange so far (pass it to :meth:`since`)."""
+        with self.lock:
+            return self.seq
+
+    def since(self, mark: int) -> list[Exchange]:
+        with self.lock:
+            return [e for e in self.entries if e.seq > mark]
+
+
+def _hex_addr(host: str, port: int) -> str:
+    packed = socket.inet_aton(host)
+    return f"{int.from_bytes(packed, 'little'):08X}:{port:04X}"
+
+
+def peer_uid(peer: tuple[str, int], local: tuple[str, int]) -> int | None:
+    """The uid owning the connecting socket of a loopback connection (``/proc/net/tcp``)."""
+    want_local, want_remote = _hex_addr(*peer[:2]), _hex_addr(*local[:2])
+    try:
+        with open("/proc/net/tcp", encoding="ascii") as fh:
+            next(fh)
+            for line in fh:
+                parts = line.split()
+                if parts[1] == want_local and parts[2] == want_remote:
+                    return int(parts[7])
+    except (OSError, StopIteration, ValueError, IndexError):
+        return None
+    return None
+
+
+def _allowed(sock: socket.socket, peer: tuple[str, int]) -> bool:
+    uid = peer_uid(peer, sock.getsockname())
+    if uid != os.geteuid():
+        log.warning("gateway: refused a connection from %s:%s (socket owner uid %s)",
+                    peer[0], peer[1], uid)
+        return False
+    return True
+
+
+class _HTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+    gateway: "OSWorldGateway"
+
+    def verify_request(self, request: Any, client_address: Any) -> bool:
+        return _allowed(request, client_address)
+
+
+def _json_or_none(data: bytes, content_type: str) -> dict[str, Any] | None:
+    if "json" not in content_type or len(data) > 1 << 20:
+        return None
+    try:
+        value = json.loads(data)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _HTTPServer
+
+    def log_message(self, fmt: str, *args: Any) -> None:
+        log.debug("gateway: " + fmt, *args)
+
+    def _body(self) -> bytes:
+        if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
+            chunks = []
+            while True:
+                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                if size == 0:
+                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                        pass
+                    return b"".join(chunks)
+                chunks.append(self.rfile.read(size))
+                self.rfile.readline()
+        length = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(length) if length else b""
+
+    def _forward(self) -> None:
+        gw = self.server.gateway
+        body = self._body()
+        target = urlsplit(gw.target_url)
+        headers = {k: v for k, v in self.headers.items() if k.lower() not in _HOP}
+        if gw.token:
+            headers["Authorization"] = f"Bearer {gw.token}"
+        headers["Content-Length"] = str(len(body))
+        conn = http.client.HTTPConnection(target.hostname or "127.0.0.1", target.port or 80,
+                                          timeout=UPSTREAM_TIMEOUT)
+        try:
+            conn.request(self.command, self.path, body=body, headers=headers)
+            resp = conn.getresponse()
+            data = resp.read()
+            status, reason, resp_headers = resp.status, resp.reason, resp.getheaders()
+        except OSError as exc:
+            gw.journal.add(method=self.command, path=self.path, status=502,
+                           request=_json_or_none(body, self.headers.get("Content-Type", "")),
+                           response={"error": str(exc)})
+            self.send_error(502, f"the desktop server did not answer: {exc}")
+            return
+        finally:
+            conn.close()
+        content_type = dict((k.lower(), v) for k, v in resp_headers).get("content-type", "")
+        gw.journal.add(method=self.command, path=self.path.split("?")[0], status=status,
+                       request=_json_or_none(body, self.headers.get("Content-Type", "")),
+                       response=_json_or_none(data, content_type))
+        self.send_response(status, reason)
+        for key, value in resp_headers:
+            if key.lower() not in _HOP:
+                self.send_header(key, value)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(data)
+
+    do_GET = do_POST = do_PUT = do_DELETE = do_HEAD = do_PATCH = _forward
+
+
+class _TCPForward(socketserver.ThreadingTCPServer):
+    """127.0.0.1:<any> -> ``target`` (raw bytes both ways)."""
+
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, target: tuple[str, int]) -> None:
+        self.target = target
+        super().__init__(("127.0.0.1", 0), _Pipe)
+
+    def verify_request(self, request: Any, client_address: Any) -> bool:
+        return _allowed(request, client_address)
+
+
+class _Pipe(socketserver.BaseRequestHandler):
+    server: _TCPForward
+
+    def handle(self) -> None:
+        try:
+            upstream = socket.create_connection(self.server.target, timeout=10)
+        except OSError as exc:
+            log.info("gateway: %s:%s does not answer: %s", *self.server.target, exc)
+            return
+        upstream.settimeout(None)
+        self.request.settimeout(None)
+
+        def pump(src: socket.socket, dst: socket.socket) -> None:
+            try:
+                while data := src.recv(65536):
+                    dst.sendall(data)
+            except OSError:
+                pass
+            finally:
+                for s in (src, dst):
+                    try:
+                        s.shutdown(socket.SHUT_RDWR)
+                    except OSError:
+                        pass
+
+        back = threading.Thread(target=pump, args=(upstream, self.request), daemon=True)
+        back.start()
+        pump(self.request, upstream)
+        back.join(timeout=5)
+        upstream.close()
+
+
+class OSWorldGateway:
+    """Loopback-only, token-adding entrance for OSWorld's code to one desktop (see module)."""
+
+    def __init__(self, target_url: str, token: str | None,
+                 tcp_targets: dict[str, tuple[str, int]] | None = None) -> None:
+        self.target_url = target_url.rstrip("/")
+        self.token = token
+        self.journal = Journal()
+        self._http = _HTTPServer(("127.0.0.1", 0), _Handler)
+        self._http.gateway = self
+        self._tcp: dict[str, _TCPForward] = {
+            name: _TCPForward(target) for name, target in (tcp_targets or {}).items()}
+        self._threads = [threading.Thread(target=srv.serve_forever, name=f"gateway-{name}",
+                                          daemon=True)
+                         for name, srv in [("http", self._http), *self._tcp.items()]]
+        for t in self._threads:
+            t.start()
+        log.info("OSWorld gateway %s -> %s", self.url, self.target_url)
+
+    @property
+    def url(self) -> str:
+        """``http://127.0.0.1:<port>``: what OSWorld's code is given (no token needed)."""
+        return f"http://127.0.0.1:{self._http.server_address[1]}"
+
+    @property
+    def ports(self) -> dict[str, int]:
+        """``{"server": p, "cdp": p, "vlc": p}`` on 127.0.0.1."""
+        ports = {"server": int(self._http.server_address[1])}
+        ports.update({name: int(srv.server_address[1]) for name, srv in self._tcp.items()})
+        return ports
+
+    def retarget(self, target_url: str, token: str | None,
+                 tcp_targets: dict[str, tuple[str, int]] | None = None) -> None:
+        """Point at a replaced guest (same gateway ports)."""
+        self.target_url, self.token = target_url.rstrip("/"), token
+        for name, target in (tcp_targets or {}).items():
+            if name in self._tcp:
+                self._tcp[name].target = target
+
+    def close(self) -> None:
+        for srv in (self._http, *self._tcp.values()):
+            srv.shutdown()
+            srv.server_close()
+
+
+def tcp_targets_for(url: str, ports: dict[str, int]) -> dict[str, tuple[str, int]]:
+    """Where the guest's CDP/VLC ports are reachable from the host: the published port when the
+    provider names one, else OSWorld's default port at the server's address."""
+    host = urlsplit(url).hostname or "127.0.0.1"
+    return {name: (host, int(ports.get(name, default))) for name, default in
+            GUEST_TCP_PORTS.items()}
+
+
+
+
+def with_gateway(handle: Any, gateway: OSWorldGateway | None) -> tuple[Any, OSWorldGateway]:
+    """``handle`` with ``osworld_url``/``osworld_ports`` of ``gateway`` (created, or pointed at
+    this handle's guest when given); the provider keeps the gateway and closes it with itself."""
+    import dataclasses
+
+    targets = tcp_targets_for(handle.url, handle.ports)
+    if gateway is None:
+        gateway = OSWorldGateway(handle.url, handle.token, targets)
+    else:
+        gateway.retarget(handle.url, handle.token, targets)
+    return dataclasses.replace(handle, osworld_url=gateway.url,
+                               osworld_ports=gateway.ports), gateway
+
+
+__all__ = ["Exchange", "GUEST_TCP_PORTS", "Journal", "OSWorldGateway", "peer_uid",
+           "tcp_targets_for", "with_gateway"]
