@@ -204,6 +204,7 @@ def test_threshold_for_tables(tmp_path: Path) -> None:
     ("domain,task_id,score\n,x,1\n", ":2: column 'domain' is empty"),
     ("domain,task_id,score\nos,x,1\nos,x,0\n", "task os/x appears twice"),
     ("domain,task_id,score,sample\nos,x,1,first\n", "column 'sample': not an integer"),
+    ("domain,task_id,score\nos,x,1\nos,y,75\n", ":3: column 'score': score 75 is outside [0, 1]"),
 ])
 def test_bad_tables_name_the_file_line_and_column(tmp_path: Path, content: str,
                                                   message: str) -> None:
