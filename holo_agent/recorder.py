@@ -10,7 +10,8 @@ Files in ``task_dir``:
 - ``reasoning.jsonl``: ``{"index", "step", "reasoning"}`` per model turn that returned reasoning.
 - ``trajectory.json``: how the episode ended and the totals (written at the end).
 
-Whole files are written atomically (temporary name, then rename).
+Whole files are written atomically (temporary name, then rename), every file with mode 0644 so
+that a results folder can be served to others as it is.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from typing import Any
 from holo_agent.images import extension_for
 from holo_agent.records import StepRecord, Trajectory
 
+FILE_MODE = 0o644
+
 
 def atomic_write(path: Path, data: bytes | str) -> None:
     """Write a whole file atomically (temp file in the same folder, fsync, rename)."""
@@ -34,6 +37,7 @@ def atomic_write(path: Path, data: bytes | str) -> None:
             f.write(raw)
             f.flush()
             os.fsync(f.fileno())
+        os.chmod(tmp, FILE_MODE)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -46,6 +50,8 @@ def _append_line(path: Path, obj: Any) -> None:
         f.write(line)
         f.flush()
         os.fsync(f.fileno())
+        if f.tell() == len(line.encode("utf-8")):  # just created: one mode for every file
+            os.fchmod(f.fileno(), FILE_MODE)
 
 
 class Recorder:

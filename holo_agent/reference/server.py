@@ -188,6 +188,9 @@ class ReferenceEndpoint:
         if content_fault:
             content = _bad_content(content_fault, step)
         tool = step.get("tool_call", {}).get("tool_name")
+        log.info("request %d: conforms; task %r step %d -> %s%s", self.request_count,
+                 instruction[:60], index, tool,
+                 f" (injected fault: {content_fault})" if content_fault else "")
         reasoning = (f"Reference policy, step {index} of the scripted solution for this task: "
                      f"{tool}." + (f" (injected fault: {content_fault})" if content_fault else ""))
         text_chars = sum(len(json.dumps(m.get("content"))) for m in body["messages"])
@@ -291,12 +294,15 @@ class _Handler(BaseHTTPRequestHandler):
             return
         violation = check_request(body, ep.image_budget)
         if violation is not None:
-            log.warning("reference endpoint rejected a request: %s", violation)
+            log.warning("request %d: does not conform (rule %s): %s", ep.request_count,
+                        violation.rule, violation)
             self._error(400, str(violation), rule=violation.rule, type="BadRequestError")
             return
         try:
             payload = ep.completion(body, decision.content)
         except NoSolution as exc:
+            log.warning("request %d: conforms, but no solution for this task: %s",
+                        ep.request_count, exc)
             self._error(404, str(exc), type="no_solution")
             return
         with ep._lock:

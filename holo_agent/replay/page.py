@@ -18,6 +18,7 @@ from typing import Any
 
 from holo_agent.recorder import atomic_write, read_traj
 from holo_agent.replay.assets import CSS, JS
+from holo_agent.replay.evidence import evidence_section
 
 REFERENCE_LABEL = "reference policy — harness check, not a model score"
 
@@ -230,6 +231,7 @@ def render_replay(task_dir: Path, *, self_contained: bool = False) -> Path:
         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
         f"<title>{title}</title><style>{CSS}</style></head><body>"
         f"{_header(result, agent, summary)}"
+        f"{evidence_section(task_dir, result, inline=self_contained)}"
         f'<nav class="filmstrip">{"".join(thumbs)}</nav>'
         f'<main>{"".join(cards)}</main>'
         f"<script>{JS}</script></body></html>"

@@ -197,6 +197,12 @@ def test_live_prints_each_step_as_it_happens(tmp_path: Path, capture: tuple[str,
         line = next((ln for ln in text.splitlines() if f"step {index}:" in ln), None)
         assert line is not None, f"step {index} not printed:\n{text[-3000:]}"
         assert step["tool_call"]["tool_name"] in line  # the action
-        assert re.search(r"\| \d+\.\d\ds$", line), line  # the latency
-        assert float(line.rsplit("|", 1)[1].strip().rstrip("s")) >= 1.4
+        assert re.search(r"\| model latency \d+\.\d\d s$", line), line  # labelled latency
+        assert float(line.rsplit("latency", 1)[1].strip().rstrip("s")) >= 1.4
         assert f"thought: {step['thought']}" in text
+    case = f"{next(iter(tasks))}/{task_id}"
+    for phase in ("setup", "settle", "agent", "scoring"):  # said when each phase starts
+        assert f"[{case}] {phase} starts" in text, text[-3000:]
+    assert re.search(rf"^{re.escape(case)}  PASSED  score 1\.00  steps \d+  [\d.]+ s$", text,
+                     re.M), text[-3000:]  # the case's result line
+    assert "[progress 1/1] | passed 1, failed 0, unscored 0 | mean 100.0%" in text
