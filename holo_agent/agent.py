@@ -16,7 +16,7 @@ import time
 from typing import Any, Callable
 
 from computer_env.base import ComputerEnv
-from holo_agent.client import ChatClient, ChatResponse
+from holo_agent.client import ChatClient, ChatResponse, split_credentials
 from holo_agent.conversation import Conversation
 from holo_agent.images import SentImage, prepare_image
 from holo_agent.prompt import build_system_prompt
@@ -50,8 +50,9 @@ class HoloComputerAgent:
     """Runs Holo3.1 (or any OpenAI-compatible model speaking the Step format) on a ``ComputerEnv``.
 
     ``backoff_base``/``backoff_max`` (seconds) tune the retry backoff of endpoint trouble.
-    ``before_action(record)`` runs after the model answered and before its action is applied
-    (the record carries the step's token counts: a game's token-budget clock uses it).
+    ``before_action(records)`` runs after the model answered and before its action is applied,
+    with every model turn of the step: the re-asked malformed ones, then the accepted one (their
+    token counts and latencies are what a game's time budget charges).
     """
 
     def __init__(
@@ -70,11 +71,11 @@ class HoloComputerAgent:
         max_retries: int = 4,
         recorder: Recorder | None = None,
         on_step: Callable[[StepRecord], None] | None = None,
-        before_action: Callable[[StepRecord], None] | None = None,
+        before_action: Callable[[list[StepRecord]], None] | None = None,
         backoff_base: float = 1.0,
         backoff_max: float = 30.0,
     ) -> None:
-        self.base_url = base_url
+        self.base_url = split_credentials(base_url)[0]  # shown and recorded: no credentials
         self.model = model
         self.temperature = temperature
         self.reasoning_effort = reasoning_effort
@@ -163,12 +164,15 @@ class HoloComputerAgent:
         return traj
 
     def _ask(self, conv: Conversation, traj: Trajectory, step_i: int, img: SentImage,
-             shot: str | None) -> tuple[Step | None, StepRecord]:
-        """Request a Step, re-asking on malformed output; (None, record) after too many."""
+             shot: str | None) -> tuple[Step | None, list[StepRecord]]:
+        """Request a Step, re-asking on malformed output; the step's records (re-asks first),
+        with None for the Step after too many."""
         reask = 0
+        asked: list[StepRecord] = []
         while True:
             resp = self._client.complete(self.request_body(conv))
             rec = self._new_record(traj, step_i, reask, resp, img, shot)
+            asked.append(rec)
             try:
                 step = parse_step(resp.content)
             except StepParseError as exc:
@@ -178,13 +182,13 @@ class HoloComputerAgent:
                     rec.error += " (finish_reason=length)"
                 self._record(traj, rec)
                 if reask >= self.max_reasks:
-                    return None, rec
+                    return None, asked
                 reask += 1
                 conv.add_reask(exc.reason)
                 continue
             rec.note, rec.thought = step.note, step.thought
             rec.tool_call = step.tool_call.model_dump(mode="json")
-            return step, rec
+            return step, asked
 
     def _loop(self, env: ComputerEnv, max_steps: int, conv: Conversation,
               traj: Trajectory) -> None:
@@ -194,7 +198,8 @@ class HoloComputerAgent:
             if self.recorder is not None:
                 shot = self.recorder.save_screenshot(step_i, img.data, img.mime)
             conv.add_observation(img.data, img.mime)
-            step, rec = self._ask(conv, traj, step_i, img, shot)
+            step, asked = self._ask(conv, traj, step_i, img, shot)
+            rec = asked[-1]
             if step is None:
                 traj.end = "malformed"
                 traj.error = f"{rec.error} (after {self.max_reasks} re-asks)"
@@ -212,8 +217,8 @@ class HoloComputerAgent:
             event = to_input_event(call, img.env_width, img.env_height)
             rec.event = event.model_dump(mode="json")
             rec.pixel = _pixels(rec.event)
-            if self.before_action is not None:  # e.g. a game's token-budget clock
-                self.before_action(rec)
+            if self.before_action is not None:  # e.g. a game's time budget
+                self.before_action(asked)
             try:
                 result = env.step(event)
             except Exception as exc:

@@ -11,7 +11,8 @@ from computer_env.realtimegym.backend import (
     make_realtimegym_backend,
     realtimegym_available,
 )
-from computer_env.realtimegym.cases import GameCase, all_cases, normalize_score
+from computer_env.realtimegym.bounds import best_score, normalize_score
+from computer_env.realtimegym.cases import SEED_INDEPENDENT, GameCase, all_cases
 from computer_env.realtimegym.clock import TurnClock
 from computer_env.realtimegym.env import GameComputerEnv, Pacing, TurnRecord
 from computer_env.realtimegym.games import GAMES, LOADS, MAX_TURNS, SEEDS, SPECS, GameSpec, game_spec
@@ -21,9 +22,9 @@ from computer_env.realtimegym.reference import ReferencePlayer
 from computer_env.realtimegym.toy import ScriptedGame, toy_factory
 
 __all__ = [
-    "GAMES", "LOADS", "MAX_TURNS", "PANEL_HEIGHT", "SEEDS", "SPECS",
+    "GAMES", "LOADS", "MAX_TURNS", "PANEL_HEIGHT", "SEEDS", "SEED_INDEPENDENT", "SPECS",
     "Button", "ControlPanel", "GameBackend", "GameCase", "GameComputerEnv", "GameFactory",
     "GameSpec", "Pacing", "RealtimeGymBackend", "ReferencePlayer", "ScriptedGame", "TurnClock",
-    "TurnRecord", "action_to_key", "all_cases", "game_spec", "key_to_action",
+    "TurnRecord", "action_to_key", "all_cases", "best_score", "game_spec", "key_to_action",
     "make_realtimegym_backend", "normalize_score", "realtimegym_available", "toy_factory",
 ]

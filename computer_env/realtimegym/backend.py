@@ -12,8 +12,10 @@ import io
 import logging
 import os
 import shutil
+import sys
 import tempfile
 import threading
+import types
 import weakref
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -22,6 +24,7 @@ from typing import Any, Protocol, runtime_checkable
 from PIL import Image
 
 from computer_env.errors import ConfigurationError
+from computer_env.realtimegym.draw import draw_freeway, draw_overcooked, draw_snake
 from computer_env.realtimegym.games import MAX_TURNS, check_load, game_spec
 
 log = logging.getLogger(__name__)
@@ -30,12 +33,12 @@ _STDOUT_LOCK = threading.Lock()
 _REQUIRED_MODULES = ("realtimegym", "pygame", "numpy", "pandas", "scipy", "gym", "IPython",
                      "ipywidgets", "imageio", "tqdm")
 
-_REQUIRED_ASSETS = (
-    "render/assets/freeway/chicken.png",
-    "render/assets/snake/apple.png",
+_REQUIRED_DATA = (
     "overcooked_new/src/overcooked_ai_py/data/layouts/cc_easy.layout",
-    "overcooked_new/src/overcooked_ai_py/data/graphics/chefs.png",
+    "overcooked_new/src/overcooked_ai_py/data/graphics/chefs.json",
 )
+"""Data files the games load (a non-editable install leaves them out). Sprites are not needed:
+the suite draws the frames itself (:mod:`computer_env.realtimegym.draw`)."""
 
 
 @runtime_checkable
@@ -71,21 +74,48 @@ def realtimegym_available() -> tuple[bool, str]:
             importlib.import_module(name)
         except Exception as exc:  # noqa: BLE001 - any import failure means "not usable"
             return False, (
-                f"RealtimeGym is not usable: importing {name!r} failed ({exc}). Install it from "
-                "its git repository (wenyl22/RealtimeGym) with `pip install --no-deps -e <clone>` "
-                "plus pygame numpy pandas scipy gym tqdm imageio ipython ipywidgets."
+                f"RealtimeGym is not usable: importing {name!r} failed ({exc}). `make setup` "
+                "installs it from ../shared/realtimegym; elsewhere install it from its git "
+                "repository (wenyl22/RealtimeGym) with `pip install --no-deps -e <clone>` plus "
+                "`pip install -e '.[realtimegym]'`."
             )
     import realtimegym  # noqa: PLC0415 - imported above, so this is only a lookup
 
     root = Path(realtimegym.__file__).parent / "environments"
-    for asset in _REQUIRED_ASSETS:
-        if not (root / asset).is_file():
+    for data in _REQUIRED_DATA:
+        if not (root / data).is_file():
             return False, (
-                f"RealtimeGym is installed without its game assets ({root / asset} is missing): "
-                "a non-editable install leaves out its sprites and layouts; install it with "
-                "`pip install --no-deps -e <clone of wenyl22/RealtimeGym>`."
+                f"RealtimeGym is installed without its game data ({root / data} is missing): "
+                "a non-editable install leaves out its layouts; install it with "
+                "`pip install --no-deps -e <copy of its source>` (`make setup` does)."
             )
     return True, "RealtimeGym is installed"
+
+
+def _stand_in_overcooked_visualizer() -> None:
+    """Let Overcooked import without its sprite sheets.
+
+    RealtimeGym's Overcooked imports Overcooked-AI's ``StateVisualizer``, whose class body loads
+    ``graphics/*.png``; a source snapshot without images cannot import it. The suite draws its
+    own frames (and never stores Overcooked trajectories), so when the sheets are missing that
+    module is replaced, in this process only, by one whose visualizer refuses to be built.
+    """
+    import realtimegym  # noqa: PLC0415
+
+    name = ("realtimegym.environments.overcooked_new.src.overcooked_ai_py.visualization."
+            "state_visualizer")
+    graphics = (Path(realtimegym.__file__).parent / "environments" / "overcooked_new" / "src" /
+                "overcooked_ai_py" / "data" / "graphics" / "terrain.png")
+    if name in sys.modules or graphics.is_file():
+        return
+    module = types.ModuleType(name, "Stand-in: Overcooked-AI's sprite sheets are not installed")
+
+    class StateVisualizer:  # noqa: D101 - mirrors the replaced class's name
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            raise ConfigurationError(f"Overcooked-AI's StateVisualizer needs {graphics}")
+
+    module.StateVisualizer = StateVisualizer  # type: ignore[attr-defined]
+    sys.modules[name] = module
 
 
 def _quiet_sdl() -> None:
@@ -106,12 +136,13 @@ class RealtimeGymBackend:
             raise ConfigurationError(reason)
         import realtimegym  # noqa: PLC0415 - optional dependency, imported lazily
 
+        _stand_in_overcooked_visualizer()
         self.game, self.load, self.seed = spec.name, load, seed
         with self._quiet():
             # Overcooked's setup creates ./vislogs/... relative to the working directory.
             before = Path("vislogs").exists()
-            self.raw, self.real_seed, self._renderer = realtimegym.make(
-                spec.env_id(load), seed=seed, render=True)
+            self.raw, self.real_seed, _ = realtimegym.make(spec.env_id(load), seed=seed,
+                                                           render=False)
             if not before and Path("vislogs").is_dir():
                 _remove_empty_tree(Path("vislogs"))
         self._workdir: Path | None = None
@@ -148,17 +179,21 @@ class RealtimeGymBackend:
         self.terminal = bool(self.raw.terminal)
 
     def advance(self, action: str) -> None:
-        """Play one turn."""
+        """Play one turn (a finished game is not stepped: RealtimeGym asserts on that)."""
+        if self.terminal:
+            raise RuntimeError(f"{self.game} is over; no turn can be played")
         self.raw.step(action)
         self.turn = int(self.raw.game_turn)
         self.terminal = bool(self.raw.terminal) or self.turn >= MAX_TURNS
 
     def render(self) -> Image.Image:
-        """The renderer's pygame surface as a PIL image."""
-        import pygame  # noqa: PLC0415
-
-        surface = self._renderer.render(self.raw)
-        return Image.frombytes("RGB", surface.get_size(), pygame.image.tostring(surface, "RGB"))
+        """The current state drawn by :mod:`computer_env.realtimegym.draw`."""
+        if self.game == "freeway":
+            return draw_freeway(self.raw)
+        if self.game == "snake":
+            return draw_snake(self.raw)
+        partner = self.raw.history[1]
+        return draw_overcooked(self.raw, partner[-1] if partner else None)
 
     def close(self) -> None:
         """Remove the scratch directory."""

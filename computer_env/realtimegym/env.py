@@ -3,18 +3,19 @@
 Pacing
 ------
 ``turn``
-    The game waits for the agent: each ``step`` plays exactly one turn (a comparable, GUI-port
-    setting with no time pressure).
-``realtime``
+    The game waits for the agent: each ``step`` plays exactly one turn. Time pressure in
+    RealtimeGym's sense is charged by the harness (:mod:`computer_env.realtimegym.budget`): after
+    the model answered, :meth:`GameComputerEnv.elapse` lets the turns its thinking cost pass
+    with the default action (``ceil(cost / budget) - 1`` turns for decoded tokens or model
+    seconds). An action that comes after such lost turns was meant for a turn that has passed:
+    games whose ``drops_late_actions`` is set (Freeway, Snake: RealtimeGym's ``skip_action``)
+    drop it and play the default action, recorded as ``dropped``; Overcooked plays it late.
+``wallclock``
     The game advances on its own every ``turn_seconds`` of wall-clock time (a background
-    :class:`TurnClock`; all game access is under one lock). The clock starts when the agent
-    first calls ``observe()``. A turn with no input takes the game's default action. An input
-    lands on the turn current when it arrives: ``step`` queues it for the next tick and returns
-    once that tick played it, so an agent that thinks for three turns' time loses those turns to
-    the default action and its action lands three turns later than the frame it saw.
-Token-budget pacing (the reference harness's ``--time_unit token``) is not a clock: a harness
-that counts decoded tokens calls :meth:`GameComputerEnv.elapse` with
-``tokens // tokens_per_turn`` before passing the agent's input in ``turn`` pacing.
+    :class:`TurnClock`; all game access is under one lock), whatever the time is spent on,
+    the harness' own work included. The clock starts when the agent first calls ``observe()``.
+    A turn with no input takes the game's default action. An input lands on the turn current
+    when it arrives: ``step`` queues it for the next tick and returns once that tick played it.
 
 The episode ends (``done``) when the game is terminal or ``max_turns`` turns were played.
 ``finish()`` ends it early: the remaining turns are played with the default action, as the
@@ -42,7 +43,7 @@ from computer_env.realtimegym.inputs import describe, input_to_action
 from computer_env.realtimegym.panel import PANEL_HEIGHT, ControlPanel
 
 log = logging.getLogger(__name__)
-Pacing = Literal["turn", "realtime"]
+Pacing = Literal["turn", "wallclock"]
 T = TypeVar("T")
 
 
@@ -62,6 +63,8 @@ class TurnRecord:
     """The game's score after the turn."""
     elapsed_s: float
     """Seconds since the episode started."""
+    dropped: str | None = None
+    """The agent's action that was dropped on this turn because it came after turns it lost."""
 
     @property
     def lag(self) -> int | None:
@@ -75,6 +78,7 @@ class _Pending:
     source: Literal["agent", "default"]
     reason: str
     seen_turn: int | None
+    dropped: str | None = None
 
 
 class GameComputerEnv(ComputerEnv):
@@ -94,8 +98,8 @@ class GameComputerEnv(ComputerEnv):
     ) -> None:
         self.spec = game_spec(game)
         self.game, self.load, self.seed = self.spec.name, check_load(load), seed
-        if pacing not in ("turn", "realtime"):
-            raise ValueError(f"pacing must be 'turn' or 'realtime', got {pacing!r}")
+        if pacing not in ("turn", "wallclock"):
+            raise ValueError(f"pacing must be 'turn' or 'wallclock', got {pacing!r}")
         if turn_seconds <= 0 or frame_scale <= 0:
             raise ValueError("turn_seconds and frame_scale must be > 0")
         self.pacing: Pacing = pacing
@@ -111,6 +115,7 @@ class GameComputerEnv(ComputerEnv):
         self._history: list[TurnRecord] = []
         self._pending: _Pending | None = None
         self._seen_turn: int | None = None
+        self._lost_since_seen = 0
         self._finished = False
         self.answer: str | None = None
         self._t0 = time.monotonic()
@@ -129,7 +134,8 @@ class GameComputerEnv(ComputerEnv):
             self._raise_clock_error()
             image = self.panel.compose(self._frame(), status=self._status())
             self._seen_turn = self._backend.turn
-            if self.pacing == "realtime" and self._clock.started_at is None and not self.done:
+            self._lost_since_seen = 0
+            if self.pacing == "wallclock" and self._clock.started_at is None and not self.done:
                 self._t0 = time.monotonic()
                 self._clock.start()
         buf = io.BytesIO()
@@ -142,7 +148,7 @@ class GameComputerEnv(ComputerEnv):
             self._raise_clock_error()
             if self.done:
                 return StepResult(output="The game is over.", done=True, info=self._info())
-            if isinstance(event, Wait) and self.pacing == "realtime":
+            if isinstance(event, Wait) and self.pacing == "wallclock":
                 return self._wait(event.seconds)
             action = input_to_action(event, self.game, self.panel)
             what = describe(event)
@@ -152,7 +158,7 @@ class GameComputerEnv(ComputerEnv):
             else:
                 pending = _Pending(action, "agent", what, self._seen_turn)
             if self.pacing == "turn":
-                record = self._play(pending)
+                record = self._play(self._drop_if_late(pending))
             else:
                 record = self._queue_and_wait(pending)
             return StepResult(output=self._explain(record, what, action is None), done=self.done,
@@ -204,6 +210,12 @@ class GameComputerEnv(ComputerEnv):
             return sum(1 for r in self._history if r.source == "default")
 
     @property
+    def dropped_actions(self) -> int:
+        """Agent actions dropped because they came after turns their thinking lost."""
+        with self._cond:
+            return sum(1 for r in self._history if r.dropped is not None)
+
+    @property
     def seen_turn(self) -> int | None:
         """Turns played when the agent last called ``observe()`` (None before the first call)."""
         with self._cond:
@@ -220,14 +232,17 @@ class GameComputerEnv(ComputerEnv):
         with self._cond:
             return reader(self._backend.raw)
 
-    def elapse(self, turns: int) -> int:
-        """Let ``turns`` turns pass with the default action (token-budget pacing); returns how many."""
+    def elapse(self, turns: int, reason: str = "time budget spent") -> int:
+        """Let ``turns`` turns pass with the default action (budget pacing); returns how many.
+
+        The agent's next action then comes after turns it lost (see :meth:`step`)."""
         played = 0
         with self._cond:
             while played < turns and not self.done:
-                self._play(_Pending(self.spec.default_action, "default", "time budget spent",
+                self._play(_Pending(self.spec.default_action, "default", reason,
                                     self._seen_turn))
                 played += 1
+            self._lost_since_seen += played
         return played
 
     # ----- internals ------------------------------------------------------------------------
@@ -242,12 +257,24 @@ class GameComputerEnv(ComputerEnv):
     def _status(self) -> str:
         return f"Turn {self._backend.turn}/{self.max_turns}   Score {self._backend.score:g}"
 
+    def _drop_if_late(self, pending: _Pending) -> _Pending:
+        """RealtimeGym's rule for an action that comes after lost turns (see the docstring)."""
+        if (pending.source != "agent" or not self._lost_since_seen
+                or not self.spec.drops_late_actions):
+            return pending
+        meant = (self._seen_turn or 0) + 1
+        return _Pending(self.spec.default_action, "default",
+                        f"dropped {pending.action} ({pending.reason}): meant for turn {meant}, "
+                        f"{self._lost_since_seen} turn(s) passed while the model thought",
+                        pending.seen_turn, dropped=pending.action)
+
     def _play(self, pending: _Pending) -> TurnRecord:
         """Play one turn now (caller holds the lock)."""
         self._backend.advance(pending.action)
         record = TurnRecord(turn=self._backend.turn, action=pending.action, source=pending.source,
                             reason=pending.reason, seen_turn=pending.seen_turn,
-                            score=self._backend.score, elapsed_s=time.monotonic() - self._t0)
+                            score=self._backend.score, elapsed_s=time.monotonic() - self._t0,
+                            dropped=pending.dropped)
         self._history.append(record)
         self._cond.notify_all()
         return record
@@ -300,12 +327,15 @@ class GameComputerEnv(ComputerEnv):
                           done=self.done, info=self._info())
 
     def _explain(self, record: TurnRecord, what: str, unmapped: bool) -> str:
-        if unmapped:
+        if record.dropped is not None:
+            text = (f"Too late: {record.reason}; turn {record.turn} took the default action "
+                    f"{record.action}.")
+        elif unmapped:
             text = (f"{what[0].upper()}{what[1:]} is not a game control; turn {record.turn} "
                     f"took the default action {record.action}.")
         else:
             text = f"Action {record.action} ({record.reason}) played on turn {record.turn}."
-        if record.lag:
+        if record.lag and record.dropped is None:
             text += f" It came {record.lag} turn(s) after the frame you saw."
         if self.done:
             text += f" The game is over; score {self._backend.score:g}."
@@ -314,6 +344,7 @@ class GameComputerEnv(ComputerEnv):
     def _info(self) -> dict[str, Any]:
         return {"turn": self._backend.turn, "score": self._backend.score,
                 "default_turns": sum(1 for r in self._history if r.source == "default"),
+                "dropped_actions": sum(1 for r in self._history if r.dropped is not None),
                 "pacing": self.pacing}
 
     def _raise_clock_error(self) -> None:

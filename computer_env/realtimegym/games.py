@@ -9,7 +9,7 @@ draws the kitchen with row 0 at the top while RealtimeGym's ``U`` means ``SOUTH`
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 Intent = Literal["up", "down", "left", "right", "interact", "stay"]
@@ -33,6 +33,12 @@ class GameSpec:
     """Screen intent -> game action letter, in the order the buttons are drawn."""
     default_action: str
     instruction: str
+    labels: dict[Intent, str] = field(default_factory=dict)
+    """Button labels that differ from the intent's name (Snake's S keeps the snake going)."""
+    drops_late_actions: bool = True
+    """RealtimeGym's planning agent drops plan entries meant for turns that have passed
+    (``skip_action`` in its ``agile_eval``): True for Freeway and Snake, False for Overcooked,
+    whose late actions are still played."""
 
     @property
     def actions(self) -> tuple[str, ...]:
@@ -68,6 +74,7 @@ SPECS: dict[str, GameSpec] = {
         name="snake",
         env_prefix="Snake",
         intents={"up": "U", "down": "D", "left": "L", "right": "R", "stay": "S"},
+        labels={"stay": "Keep going"},
         default_action="S",
         instruction=(
             "Play Snake: steer the snake to eat as many apples as you can before the game "
@@ -80,6 +87,7 @@ SPECS: dict[str, GameSpec] = {
         intents={"up": "D", "down": "U", "left": "L", "right": "R", "interact": "I",
                  "stay": "S"},
         default_action="S",
+        drops_late_actions=False,
         instruction=(
             "Play Overcooked as the chef in the blue hat, together with the other chef: "
             "cook onion soup (three onions in a pot) and serve it on a plate at the serving "

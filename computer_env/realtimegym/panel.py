@@ -75,7 +75,8 @@ class ControlPanel:
         self.buttons: list[Button] = []
         for i, (intent, action) in enumerate(spec.intents.items()):
             x0 = GAP + i * (button_w + GAP)
-            self.buttons.append(Button(action=action, intent=intent, label=intent.capitalize(),
+            self.buttons.append(Button(action=action, intent=intent,
+                                       label=spec.labels.get(intent, intent.capitalize()),
                                        key_hint=INTENT_KEYS[intent].capitalize(),
                                        box=(x0, y0, x0 + button_w, y1)))
 

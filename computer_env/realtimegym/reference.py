@@ -39,7 +39,10 @@ class ReferencePlayer:
         return action_to_key(self.next_action(), self.env.game)
 
     def next_action(self) -> str:
-        """The game action (letter) to play now."""
+        """The game action (letter) to play now (the default once the game is over: a clock
+        may end it between the agent's observation and its request)."""
+        if self.env.done:
+            return self.env.spec.default_action
         if self.env.game == "freeway":
             return self._freeway()
         if self.env.game == "snake":
@@ -50,6 +53,8 @@ class ReferencePlayer:
 
     def _freeway(self) -> str:
         sim = self.env.read_state(_freeway_clone)
+        if sim.terminal:  # ended after the check above (the wall clock runs on its own)
+            return self.env.spec.default_action
         if self._plan and self._plan[0][:2] == (sim.game_turn, sim.pos):
             return self._plan.pop(0)[2]
         self._plan = _freeway_plan(sim)

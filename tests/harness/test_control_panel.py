@@ -124,3 +124,52 @@ def test_other_inputs_map_to_nothing_but_single_keys_do() -> None:
 def test_unknown_game_is_rejected() -> None:
     with pytest.raises(ValueError, match="unknown game"):
         key_to_action("w", "pacman")
+
+
+# ----- what a player needs, drawn beside the board (never over a cell) ---------------------
+
+def _changed_box(a: Image.Image, b: Image.Image) -> tuple[int, int, int, int] | None:
+    from PIL import ImageChops
+
+    assert a.size == b.size
+    return ImageChops.difference(a.convert("RGB"), b.convert("RGB")).getbbox()
+
+
+def test_snake_button_reads_keep_going() -> None:
+    panel = ControlPanel("snake", 600, top=0)
+    assert panel.button_for("S").label == "Keep going"
+    assert [b.label for b in ControlPanel("freeway", 540).buttons] == ["Up", "Down", "Stay"]
+
+
+def test_freeway_lane_speeds_are_drawn_beside_the_road() -> None:
+    from types import SimpleNamespace
+
+    from computer_env.realtimegym.draw import FREEWAY_CELL, draw_freeway, lane_speed
+
+    assert [lane_speed(s) for s in (1, 3, -2, 0.5, -1 / 3)] == [
+        "1 cell / turn", "1 cell / 3 turns", "1 cell / 2 turns", "2 cells / turn",
+        "3 cells / turn"]
+    slow = SimpleNamespace(pos=9, cars=[[2, 3, 0, 3, 1], [None, 5, None, None, None]])
+    fast = SimpleNamespace(pos=9, cars=[[2, 3, 0, 1, 1], [None, 5, None, None, None]])
+    left = SimpleNamespace(pos=9, cars=[[2, 3, 0, -3, 1], [None, 5, None, None, None]])
+    board_right = 9 * FREEWAY_CELL
+    box = _changed_box(draw_freeway(slow), draw_freeway(fast))
+    assert box is not None and box[0] >= board_right  # only the lane's label changed
+    assert 3 * FREEWAY_CELL <= box[1] and box[3] <= 4 * FREEWAY_CELL  # on lane 3's row
+    moved = _changed_box(draw_freeway(slow), draw_freeway(left))
+    assert moved is not None and moved[0] < board_right  # direction also turns the car
+
+
+def test_snake_apple_lifespans_are_listed_beside_the_board() -> None:
+    from types import SimpleNamespace
+
+    from computer_env.realtimegym.draw import MARGIN, SNAKE_CELL, draw_snake
+
+    def state(life: int) -> SimpleNamespace:
+        attrs = [[0] * 8 for _ in range(8)]
+        attrs[2][5] = (life, 1)
+        return SimpleNamespace(B=8, obstacle=[(4, 4)], food=[(2, 5)], food_attributes=attrs,
+                               snake=[(3, 3), (3, 2)], dir="U")
+
+    box = _changed_box(draw_snake(state(9)), draw_snake(state(3)))
+    assert box is not None and box[0] >= MARGIN + 8 * SNAKE_CELL  # only the side list changed

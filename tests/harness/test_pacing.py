@@ -2,7 +2,9 @@
 
 The toy game (``computer_env.realtimegym.toy``) is played as "snake" so its actions are
 U/D/L/R/S and its default action is S: U raises the marker, D lowers it, others keep it.
-Realtime tests never assert exact timings: they wait (with a timeout) for turns to pass.
+Wall-clock tests never assert exact timings: they wait (with a timeout) for turns to pass, and
+their period is long enough for a loaded 2-core machine (no assertion needs a tick to be late
+or early).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from PIL import Image
 from computer_env.base import Click, KeyPress, MoveTo, Wait
 from computer_env.realtimegym import GameComputerEnv, ScriptedGame, toy_factory
 
-PERIOD = 0.05
+PERIOD = 0.2
 
 
 def _wait_for(what: str, cond: Callable[[], bool], timeout: float = 10.0) -> None:
@@ -108,15 +110,51 @@ def test_finish_plays_the_rest_with_the_default(make_env: Callable[..., GameComp
     assert env.history[-1].reason == "after finish" and env.score == 1
 
 
-def test_elapse_spends_turns_on_the_default(make_env: Callable[..., GameComputerEnv]) -> None:
+def test_elapse_spends_turns_then_drops_the_late_action(
+        make_env: Callable[..., GameComputerEnv]) -> None:
+    """Snake (like Freeway) drops an action meant for a turn that passed (RealtimeGym's
+    skip_action): the turn it arrives on takes the default, recorded as dropped."""
     env = make_env("turn", goal=50)
+    env.observe()
     assert env.elapse(3) == 3
+    result = env.step(KeyPress(key="w"))
+    assert _game(env).applied == ["S", "S", "S", "S"] and env.default_turns == 4
+    assert env.dropped_actions == 1 and env.history[-1].dropped == "U"
+    assert "meant for turn 1" in env.history[-1].reason and "Too late" in result.output
+    env.observe()  # a fresh look: the next action is on time again
     env.step(KeyPress(key="w"))
-    assert _game(env).applied == ["S", "S", "S", "U"] and env.default_turns == 3
+    assert _game(env).applied[-1] == "U" and env.dropped_actions == 1
 
 
-def test_realtime_clock_advances_on_its_own(make_env: Callable[..., GameComputerEnv]) -> None:
-    env = make_env("realtime", goal=50)
+def test_no_lost_turns_no_drop(make_env: Callable[..., GameComputerEnv]) -> None:
+    env = make_env("turn", goal=50)
+    env.observe()
+    assert env.elapse(0) == 0
+    env.step(KeyPress(key="w"))
+    assert _game(env).applied == ["U"] and env.dropped_actions == 0
+
+
+def test_overcooked_plays_late_actions_late() -> None:
+    """Overcooked keeps late plan entries in RealtimeGym (skip_action False): played late."""
+    env = GameComputerEnv("overcooked", "E", 0, game_factory=toy_factory(goal=50))
+    try:
+        env.observe()
+        env.elapse(2)
+        env.step(KeyPress(key="a"))
+        game = env.read_state(lambda raw: raw)
+        assert game.applied == ["S", "S", "L"] and env.dropped_actions == 0
+        assert env.history[-1].lag == 2
+    finally:
+        env.close()
+
+
+def test_snake_stay_button_reads_keep_going(make_env: Callable[..., GameComputerEnv]) -> None:
+    env = make_env("turn")
+    assert env.panel.button_for("S").label == "Keep going"
+
+
+def test_wallclock_clock_advances_on_its_own(make_env: Callable[..., GameComputerEnv]) -> None:
+    env = make_env("wallclock", goal=50)
     time.sleep(3 * PERIOD)
     assert env.turns == 0  # the clock starts when the agent first looks
     env.observe()
@@ -125,8 +163,8 @@ def test_realtime_clock_advances_on_its_own(make_env: Callable[..., GameComputer
     assert all(r.source == "default" and r.reason == "no input in time" for r in env.history)
 
 
-def test_realtime_slow_agent_lands_late(make_env: Callable[..., GameComputerEnv]) -> None:
-    env = make_env("realtime", goal=50)
+def test_wallclock_slow_agent_lands_late(make_env: Callable[..., GameComputerEnv]) -> None:
+    env = make_env("wallclock", goal=50)
     env.observe()
     seen = env.seen_turn
     assert seen is not None
@@ -142,8 +180,8 @@ def test_realtime_slow_agent_lands_late(make_env: Callable[..., GameComputerEnv]
     assert f"played on turn {record.turn}" in result.output and "after the frame" in result.output
 
 
-def test_realtime_fast_agent_acts_every_turn(make_env: Callable[..., GameComputerEnv]) -> None:
-    env = make_env("realtime", goal=4)
+def test_wallclock_fast_agent_acts_every_turn(make_env: Callable[..., GameComputerEnv]) -> None:
+    env = make_env("wallclock", goal=4)
     while not env.done:
         env.observe()
         env.step(KeyPress(key="w"))
@@ -152,8 +190,8 @@ def test_realtime_fast_agent_acts_every_turn(make_env: Callable[..., GameCompute
     assert len(agent) == 4 and [r.turn for r in agent] == sorted(r.turn for r in agent)
 
 
-def test_realtime_wait_lets_the_game_run(make_env: Callable[..., GameComputerEnv]) -> None:
-    env = make_env("realtime", goal=50)
+def test_wallclock_wait_lets_the_game_run(make_env: Callable[..., GameComputerEnv]) -> None:
+    env = make_env("wallclock", goal=50)
     env.observe()
     before = env.turns
     result = env.step(Wait(seconds=4 * PERIOD))
@@ -162,8 +200,8 @@ def test_realtime_wait_lets_the_game_run(make_env: Callable[..., GameComputerEnv
     assert env.default_turns == env.turns
 
 
-def test_realtime_game_ends_and_clock_stops(make_env: Callable[..., GameComputerEnv]) -> None:
-    env = make_env("realtime", goal=50, max_turns=4)
+def test_wallclock_game_ends_and_clock_stops(make_env: Callable[..., GameComputerEnv]) -> None:
+    env = make_env("wallclock", goal=50, max_turns=4)
     env.observe()
     _wait_for("the game to end", lambda: env.done)
     _wait_for("the clock to stop", lambda: not any(
@@ -171,8 +209,8 @@ def test_realtime_game_ends_and_clock_stops(make_env: Callable[..., GameComputer
     assert env.turns == 4 and env.step(KeyPress(key="w")).done
 
 
-def test_realtime_finish_stops_the_clock(make_env: Callable[..., GameComputerEnv]) -> None:
-    env = make_env("realtime", goal=50, max_turns=30)
+def test_wallclock_finish_stops_the_clock(make_env: Callable[..., GameComputerEnv]) -> None:
+    env = make_env("wallclock", goal=50, max_turns=30)
     env.observe()
     env.step(KeyPress(key="w"))
     env.finish("")
