@@ -16,7 +16,7 @@ import time
 from typing import Any, Callable
 
 from computer_env.base import ComputerEnv
-from holo_agent.client import ChatClient, ChatResponse
+from holo_agent.client import ChatClient, ChatResponse, split_credentials
 from holo_agent.conversation import Conversation
 from holo_agent.images import SentImage, prepare_image
 from holo_agent.prompt import build_system_prompt
@@ -75,7 +75,7 @@ class HoloComputerAgent:
         backoff_base: float = 1.0,
         backoff_max: float = 30.0,
     ) -> None:
-        self.base_url = base_url
+        self.base_url = split_credentials(base_url)[0]  # shown and recorded: no credentials
         self.model = model
         self.temperature = temperature
         self.reasoning_effort = reasoning_effort

@@ -5,7 +5,8 @@ Retried (exponential backoff ``backoff_base * 2**attempt`` capped at ``backoff_m
 dropped connections, HTTP 5xx, HTTP 429 and a 200 whose body is not a chat completion. After
 ``max_retries`` retries the call raises :class:`computer_env.errors.ModelEndpointError`.
 HTTP 400/404/422 raise :class:`HarnessRequestError`; 401/403 raise ``ConfigurationError``.
-The API key is sent as a Bearer header only and never appears in messages or logs.
+The API key is sent as a Bearer header only and never appears in messages or logs; credentials in
+the URL (``http://user:secret@host/v1``) are sent as basic auth and removed from the shown URL.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import logging
 import time
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 import httpx
 
@@ -45,6 +47,20 @@ def _retry_after(resp: httpx.Response) -> float | None:
         return None
 
 
+def split_credentials(url: str) -> tuple[str, tuple[str, str] | None]:
+    """``http://user:secret@host/v1`` -> (``http://host/v1``, (user, secret)): the URL that may
+    be shown and recorded, and the basic-auth pair that only goes into requests."""
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url, None
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    netloc = host + (f":{parts.port}" if parts.port else "")
+    clean = urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+    return clean, (unquote(parts.username or ""), unquote(parts.password or ""))
+
+
 class ChatClient:
     """POSTs to ``{base_url}/chat/completions`` with retries; owns one ``httpx.Client``."""
 
@@ -58,12 +74,12 @@ class ChatClient:
         backoff_base: float = 1.0,
         backoff_max: float = 30.0,
     ) -> None:
-        self.base_url = base_url.rstrip("/")
+        self.base_url, auth = split_credentials(base_url.rstrip("/"))  # never shown with them
         self.max_retries = max_retries
         self.backoff_base = backoff_base
         self.backoff_max = backoff_max
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self._http = httpx.Client(timeout=timeout, headers=headers)
+        self._http = httpx.Client(timeout=timeout, headers=headers, auth=auth)
 
     def __repr__(self) -> str:
         return f"ChatClient({self.base_url!r})"

@@ -27,6 +27,22 @@ def _e(value: Any) -> str:
     return escape("" if value is None else str(value), quote=True)
 
 
+MAX_TEXT_CHARS = 4000
+"""Longer model text (note, thought, raw output, reasoning...) is cut on the page, so a replay
+stays small and fast; the full text stays in ``traj.jsonl`` / ``reasoning.jsonl``."""
+
+
+def _cut(value: Any, where: str = "traj.jsonl", limit: int = MAX_TEXT_CHARS) -> Any:
+    """``value`` as text, cut to ``limit`` characters with a note saying where the rest is."""
+    if value is None:
+        return None
+    text = str(value)
+    if len(text) <= limit:
+        return text
+    return (f"{text[:limit]}\n… [{len(text) - limit:,} more characters cut here; the full "
+            f"text is in {where}]")
+
+
 def _load_json(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -121,7 +137,7 @@ def _field(label: str, value: Any, cls: str = "value") -> str:
     if value is None or value == "":
         return ""
     return (f'<div class="field"><div class="label">{_e(label)}</div>'
-            f'<div class="{cls}">{_e(value)}</div></div>')
+            f'<div class="{cls}">{_e(_cut(value))}</div></div>')
 
 
 def _step_html(i: int, row: dict[str, Any], reasoning: str | None, src: str | None) -> str:
@@ -134,7 +150,7 @@ def _step_html(i: int, row: dict[str, Any], reasoning: str | None, src: str | No
     if call.get("tool_name") == "write":
         enter = " ⏎" if call.get("press_enter") else ""
         typed = (f'<div class="field"><div class="label">typed</div>'
-                 f'<span class="typed">{_e(call.get("content"))}{enter}</span></div>')
+                 f'<span class="typed">{_e(_cut(call.get("content")))}{enter}</span></div>')
     elif call.get("tool_name") in ("press_key", "hotkey"):
         keys = call.get("keys") or [call.get("key")]
         typed = '<div class="field"><div class="label">keys</div>' + "+".join(
@@ -152,7 +168,7 @@ def _step_html(i: int, row: dict[str, Any], reasoning: str | None, src: str | No
     badge = '<span class="badge bad">error</span>' if row.get("error") else ""
     parts = [
         f'<h2>{_e(title)} {badge}</h2>',
-        f'<div class="action">{_e(_action_text(call)) or "—"}</div>' if call else "",
+        f'<div class="action">{_e(_cut(_action_text(call))) or "—"}</div>' if call else "",
         typed,
         _field("note", row.get("note")),
         _field("thought", row.get("thought")),
@@ -161,7 +177,7 @@ def _step_html(i: int, row: dict[str, Any], reasoning: str | None, src: str | No
         _field("tool output", row.get("tool_output")),
         f'<div class="stats">{"".join(f"<span>{_e(s)}</span>" for s in stats)}</div>',
         (f'<details class="reasoning"><summary>reasoning</summary>'
-         f'<pre>{_e(reasoning)}</pre></details>'
+         f'<pre>{_e(_cut(reasoning, "reasoning.jsonl"))}</pre></details>'
          if reasoning else ""),
     ]
     return (f'<section class="step" id="step-{i}" data-index="{i}"><div class="shot">{shot}</div>'
@@ -195,7 +211,7 @@ def _header(result: dict[str, Any], agent: dict[str, Any], summary: dict[str, An
         ev = result["evaluator"]
         text = ev if isinstance(ev, str) else json.dumps(ev, indent=2, ensure_ascii=False)
         extra += (f'<details class="evaluator" open><summary>evaluator</summary>'
-                  f'<pre>{_e(text)}</pre></details>')
+                  f'<pre>{_e(_cut(text, "result.json", 5 * MAX_TEXT_CHARS))}</pre></details>')
     totals = summary.get("totals") or {}
     if totals:
         extra += ('<div class="stats">' + "".join(

@@ -32,8 +32,8 @@ def get_vm_file(env: Any, config: dict[str, Any]) -> str | None | list[str | Non
     paths, dests, gives = _paths(config)
     out: list[str | None] = []
     for i, (path, dest) in enumerate(zip(paths, dests)):
+        local = confined(env.cache_dir, dest)  # before anything is fetched or written
         data = env.controller.get_file(path)
-        local = confined(env.cache_dir, dest)
         if data is None:
             logger.info("vm_file: %s does not exist in the desktop", path)
             if i in gives:
