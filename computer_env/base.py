@@ -133,5 +133,12 @@ class ComputerEnv(abc.ABC):
     def finish(self, answer: str, *, infeasible: bool) -> None:
         """The agent's final answer; ``infeasible`` when it declared the task impossible."""
 
+    def run_code(self, language: str, code: str, *, timeout_s: float) -> StepResult:
+        """A code action: run a ``python`` or ``bash`` script inside the computer (never on the
+        host) in its own process, at most ``timeout_s`` seconds. ``output`` is what the script
+        printed; ``info`` holds ``exit_code`` (None when it timed out) and ``timed_out``.
+        Environments without a place to run code raise ``NotImplementedError``."""
+        raise NotImplementedError(f"{type(self).__name__} cannot run code actions")
+
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release resources held for this episode (default: nothing)."""

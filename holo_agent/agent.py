@@ -22,8 +22,10 @@ from holo_agent.images import SentImage, prepare_image
 from holo_agent.prompt import build_system_prompt
 from holo_agent.records import StepRecord, Trajectory
 from holo_agent.recorder import Recorder
+from holo_agent.code_tool import DEFAULT_TIMEOUT_S, run_code_action
 from holo_agent.tools import (
     AnswerTool,
+    RunCodeTool,
     Step,
     StepParseError,
     is_infeasible,
@@ -74,6 +76,9 @@ class HoloComputerAgent:
         before_action: Callable[[list[StepRecord]], None] | None = None,
         backoff_base: float = 1.0,
         backoff_max: float = 30.0,
+        code_actions: bool = False,
+        code_timeout: float = DEFAULT_TIMEOUT_S,
+        image_size: tuple[int, int] | None = None,
     ) -> None:
         self.base_url = split_credentials(base_url)[0]  # shown and recorded: no credentials
         self.model = model
@@ -83,8 +88,11 @@ class HoloComputerAgent:
         self.max_image_width = max_image_width
         self.max_reasks = max_reasks
         self.prompt_name = prompt
-        self.system_prompt = build_system_prompt(prompt)
-        self.schema = step_json_schema()
+        self.code_actions = code_actions  # the run_code tool (hybrid GUI + code protocol)
+        self.code_timeout = code_timeout
+        self.image_size = image_size  # send screenshots resized to exactly this size
+        self.system_prompt = build_system_prompt(prompt, code_actions=code_actions)
+        self.schema = step_json_schema(code_actions)
         self.recorder = recorder
         self.on_step = on_step
         self.before_action = before_action
@@ -106,7 +114,8 @@ class HoloComputerAgent:
             "model": self.model, "base_url": self.base_url, "prompt": self.prompt_name,
             "temperature": self.temperature, "reasoning_effort": self.reasoning_effort,
             "image_budget": self.image_budget, "max_image_width": self.max_image_width,
-            "max_reasks": self.max_reasks,
+            "max_reasks": self.max_reasks, "code_actions": self.code_actions,
+            "image_size": list(self.image_size) if self.image_size else None,
         }
 
     def request_body(self, conv: Conversation) -> dict[str, Any]:
@@ -174,7 +183,7 @@ class HoloComputerAgent:
             rec = self._new_record(traj, step_i, reask, resp, img, shot)
             asked.append(rec)
             try:
-                step = parse_step(resp.content)
+                step = parse_step(resp.content, self.code_actions)
             except StepParseError as exc:
                 rec.error = f"malformed output: {exc.reason}"
                 rec.raw_output = resp.content
@@ -193,7 +202,7 @@ class HoloComputerAgent:
     def _loop(self, env: ComputerEnv, max_steps: int, conv: Conversation,
               traj: Trajectory) -> None:
         for step_i in range(max_steps):
-            img = prepare_image(env.observe(), self.max_image_width)
+            img = prepare_image(env.observe(), self.max_image_width, size=self.image_size)
             shot = None
             if self.recorder is not None:
                 shot = self.recorder.save_screenshot(step_i, img.data, img.mime)
@@ -214,6 +223,14 @@ class HoloComputerAgent:
                 traj.end = "infeasible" if infeasible else "answered"
                 traj.answer = call.content
                 return
+            if isinstance(call, RunCodeTool):
+                if self.before_action is not None:
+                    self.before_action(asked)
+                text, rec.code = run_code_action(env, call.language, call.code, self.code_timeout)
+                rec.tool_output = text
+                self._record(traj, rec)
+                conv.add_tool_output(call.tool_name, text)
+                continue
             event = to_input_event(call, img.env_width, img.env_height)
             rec.event = event.model_dump(mode="json")
             rec.pixel = _pixels(rec.event)

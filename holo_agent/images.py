@@ -25,8 +25,11 @@ class SentImage:
     env_height: int
 
 
-def prepare_image(obs: Observation, max_width: int | None = None) -> SentImage:
-    """Return the image to send: the env's bytes untouched, or a proportional PNG downscale.
+def prepare_image(obs: Observation, max_width: int | None = None,
+                  size: tuple[int, int] | None = None) -> SentImage:
+    """Return the image to send: the env's bytes untouched, or a proportional PNG downscale
+    (``max_width``), or a resize to exactly ``size`` (a protocol's resolution, e.g. 1504x832;
+    coordinates stay exact because they are normalised per axis).
 
     Sizes come from the decoded image, not from the observation's fields, so scaling always
     refers to the exact pixels; a mismatch with ``obs.width``/``obs.height`` is logged.
@@ -36,6 +39,11 @@ def prepare_image(obs: Observation, max_width: int | None = None) -> SentImage:
         if (w, h) != (obs.width, obs.height):
             log.warning("observation says %dx%d but the image is %dx%d; using the image size",
                         obs.width, obs.height, w, h)
+        if size is not None and (w, h) != tuple(size):
+            exact = img.convert("RGB").resize(tuple(size), Image.Resampling.LANCZOS)
+            buf = io.BytesIO()
+            exact.save(buf, format="PNG")
+            return SentImage(buf.getvalue(), "image/png", size[0], size[1], w, h)
         if max_width is None or w <= max_width:
             return SentImage(obs.image, obs.mime, w, h, w, h)
         new_h = max(1, round(h * max_width / w))

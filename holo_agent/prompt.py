@@ -24,6 +24,13 @@ Tools (the `tool_call` object; `tool_name` plus the arguments as siblings):
 Coordinates are integers in [0, 1000], normalised to the latest screenshot: (0, 0) is the
 top-left corner and (1000, 1000) the bottom-right corner."""
 
+_CODE_HELP = """\
+Code tool (a code action instead of a GUI action when it is quicker or more reliable):
+- run_code(language, code): language is "python" or "bash"; the script runs on this computer in
+  its own process (no terminal window; the user's home folder, display :0); its output (cut
+  when long) and exit code come back in the <tool_output>. Scripts that run longer than the time
+  limit are stopped."""
+
 _DEFAULT_V1 = f"""\
 You are a computer-use agent operating a desktop through screenshots and input actions.
 You receive the task in the first message, then an <observation> with a screenshot after each
@@ -57,15 +64,19 @@ def available_prompts() -> list[str]:
     return sorted(_PROMPTS)
 
 
-def build_system_prompt(name: str = "default-v1") -> str:
-    """The full system prompt for variant ``name``: the text, then the ``<output_format>`` block."""
+def build_system_prompt(name: str = "default-v1", *, code_actions: bool = False) -> str:
+    """The full system prompt for variant ``name``: the text, then the ``<output_format>`` block
+    (with ``code_actions``: the code tool's help after the tools, and its schema)."""
     try:
         text = _PROMPTS[name]
     except KeyError:
         raise KeyError(
             f"unknown prompt variant {name!r}; available: {', '.join(available_prompts())}"
         ) from None
-    return f"{text}\n\n<output_format>\n{step_json_schema_text()}\n</output_format>"
+    if code_actions:
+        text = text.replace(_TOOLS_HELP, f"{_TOOLS_HELP}\n{_CODE_HELP}")
+    schema = step_json_schema_text(code_actions)
+    return f"{text}\n\n<output_format>\n{schema}\n</output_format>"
 
 
 def extract_output_format(system_prompt: str) -> str | None:

@@ -40,6 +40,9 @@ class StepRecord(BaseModel):
     reasoning: str | None = None
     raw_output: str | None = None
     error: str | None = None
+    code: dict[str, Any] | None = Field(
+        default=None, description="a code action: language, code, output (cut at 64 KB), "
+        "exit_code, timed_out, duration_s, truncated")
 
 
 class Totals(BaseModel):

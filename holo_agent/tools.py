@@ -145,6 +145,27 @@ TOOL_NAMES: tuple[str, ...] = (
 )
 
 
+class RunCodeTool(_Tool):
+    """A code action (``--code-actions``): run a Python or Bash script in the desktop, in its own
+    process; its output is the tool's result. Only in the schema when code actions are on."""
+
+    tool_name: Literal["run_code"]
+    language: Literal["python", "bash"]
+    code: str = Field(min_length=1, max_length=20000)
+
+
+CodeToolCall = Annotated[
+    Union[
+        ClickTool, DoubleClickTool, RightClickTool, MoveToTool, WriteTool, PressKeyTool,
+        HotkeyTool, ScrollTool, DragTool, WaitTool, AnswerTool, RunCodeTool,
+    ],
+    Field(discriminator="tool_name"),
+]
+"""Any one tool call when code actions are on (GUI tools plus ``run_code``)."""
+
+CODE_TOOL_NAMES: tuple[str, ...] = (*TOOL_NAMES, "run_code")
+
+
 class Step(BaseModel):
     """One model turn: durable ``note`` (or null), a one-line ``thought``, one ``tool_call``."""
 
@@ -155,7 +176,18 @@ class Step(BaseModel):
     tool_call: ToolCall
 
 
+class CodeStep(BaseModel):
+    """A Step whose ``tool_call`` may also be ``run_code`` (the hybrid GUI + code protocol)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    note: str | None
+    thought: str
+    tool_call: CodeToolCall
+
+
 _STEP_ADAPTER = TypeAdapter(Step)
+_CODE_STEP_ADAPTER = TypeAdapter(CodeStep)
 
 
 def _to_any_of(node: Any) -> Any:
@@ -173,16 +205,18 @@ def _to_any_of(node: Any) -> Any:
 
 
 _SCHEMA: dict[str, Any] = _to_any_of(Step.model_json_schema())
+_CODE_SCHEMA: dict[str, Any] = _to_any_of(CodeStep.model_json_schema())
 
 
-def step_json_schema() -> dict[str, Any]:
-    """The JSON schema of one Step (a fresh copy; ``oneOf`` written as ``anyOf``, no titles)."""
-    return copy.deepcopy(_SCHEMA)
+def step_json_schema(code_actions: bool = False) -> dict[str, Any]:
+    """The JSON schema of one Step (a fresh copy; ``oneOf`` written as ``anyOf``, no titles);
+    with ``code_actions`` the ``run_code`` tool is one more member of the union."""
+    return copy.deepcopy(_CODE_SCHEMA if code_actions else _SCHEMA)
 
 
-def step_json_schema_text() -> str:
+def step_json_schema_text(code_actions: bool = False) -> str:
     """The schema serialised exactly as it appears in the prompt's ``<output_format>`` block."""
-    return json.dumps(_SCHEMA, indent=2, ensure_ascii=False)
+    return json.dumps(_CODE_SCHEMA if code_actions else _SCHEMA, indent=2, ensure_ascii=False)
 
 
 class StepParseError(ValueError):
@@ -201,8 +235,9 @@ def _describe(err: ValidationError) -> str:
     return "schema mismatch: " + "; ".join(parts)
 
 
-def parse_step(text: str | None) -> Step:
-    """Parse the model's message content into a ``Step`` or raise :class:`StepParseError`."""
+def parse_step(text: str | None, code_actions: bool = False) -> Step | CodeStep:
+    """Parse the model's message content into a ``Step`` or raise :class:`StepParseError`
+    (a ``run_code`` call is malformed unless ``code_actions``)."""
     if text is None or not text.strip():
         raise StepParseError("empty output: expected one Step JSON object")
     try:
@@ -212,7 +247,7 @@ def parse_step(text: str | None) -> Step:
     if not isinstance(data, dict):
         raise StepParseError(f"invalid JSON: expected an object, got {type(data).__name__}")
     try:
-        return _STEP_ADAPTER.validate_python(data)
+        return (_CODE_STEP_ADAPTER if code_actions else _STEP_ADAPTER).validate_python(data)
     except ValidationError as exc:
         raise StepParseError(_describe(exc)) from None
 

@@ -268,9 +268,14 @@ class DesktopClient:
     def desktop_path(self) -> str:
         return str(self._json("POST", "/desktop_path", idempotent=True)["desktop_path"])
 
-    def run_python(self, code: str) -> dict[str, Any]:
-        """OSWorld's /run_python answer."""
-        return dict(self._json("POST", "/run_python", json={"code": code}, timeout=EXECUTE_TIMEOUT))
+    def run_python(self, code: str, *, timeout: float | None = None) -> dict[str, Any]:
+        """OSWorld's /run_python answer (``timeout``: the script's limit, where the server takes
+        one; OSWorld's own server keeps its fixed limit)."""
+        payload: dict[str, Any] = {"code": code}
+        if timeout is not None:
+            payload["timeout"] = timeout
+        limit = max(EXECUTE_TIMEOUT, (timeout or 0) + 15)
+        return dict(self._json("POST", "/run_python", json=payload, timeout=limit))
 
     def run_bash_script(
         self, script: str, *, timeout: float = 100, working_dir: str | None = None

@@ -74,6 +74,17 @@ class OSWorldComputerEnv(ComputerEnv):
                               info={"code": code, "error": error})
         return StepResult(output=text, info={"code": code})
 
+    def run_code(self, language: str, code: str, *, timeout_s: float) -> StepResult:
+        """A code action through the desktop's /run_python or /run_bash_script (inside the
+        desktop); recorded in the action history as OSWorld-style code."""
+        from computer_env.osworld.code_action import run_code
+
+        result = run_code(self.ctx.client, language, code, timeout_s=timeout_s)
+        self.ctx.action_history.append(f"# run_code {language}\n{code}")
+        if self._settle is not None:
+            wait_until_settled(self.ctx.client, quiet_s=self._settle[0], cap_s=self._settle[1])
+        return result
+
     def finish(self, answer: str, *, infeasible: bool) -> None:
         """Record the end: ``FAIL`` when declared infeasible, else ``DONE`` (as upstream)."""
         self.finished = True

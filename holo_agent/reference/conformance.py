@@ -118,7 +118,8 @@ def _observations(msg_index: int, msg: dict[str, Any]) -> tuple[list[bool], Viol
     return out, None
 
 
-def _check_messages(messages: list[dict[str, Any]], budget: int) -> Violation | None:
+def _check_messages(messages: list[dict[str, Any]], budget: int,
+                    code_actions: bool = False) -> Violation | None:
     observations: list[bool] = []
     first_user = True
     pending_tool: str | None = None
@@ -143,7 +144,7 @@ def _check_messages(messages: list[dict[str, Any]], budget: int) -> Violation | 
             if "<think>" in content:
                 return Violation("assistant-step-json", f"message {idx}: <think> in assistant turn")
             try:
-                step = parse_step(content)
+                step = parse_step(content, code_actions)
             except StepParseError as exc:
                 return Violation("assistant-step-json",
                                  f"message {idx}: not a parsed Step JSON ({exc.reason})")
@@ -217,4 +218,7 @@ def check_request(body: dict[str, Any], image_budget: int = 3) -> Violation | No
                          "the schema in <output_format> differs from structured_outputs.json")
     if any(m.get("role") == "system" for m in messages[1:]):
         return Violation("roles", "more than one system message")
-    return _check_messages(messages, image_budget)
+    from holo_agent.tools import step_json_schema
+
+    code_actions = schema == step_json_schema(code_actions=True)  # the hybrid protocol's schema
+    return _check_messages(messages, image_budget, code_actions)

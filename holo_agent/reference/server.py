@@ -32,6 +32,7 @@ from typing import Any, Callable
 
 from holo_agent.reference.conformance import check_request, count_images, extract_instruction
 from holo_agent.reference.faults import FaultPlan
+from holo_agent.reference.judge import JUDGE_MODEL, judge_completion
 from holo_agent.tools import StepParseError, parse_step
 
 log = logging.getLogger(__name__)
@@ -76,7 +77,7 @@ def _validate_solutions(solutions: dict[str, list[dict]]) -> None:
     for instruction, steps in solutions.items():
         for i, step in enumerate(steps):
             try:
-                parse_step(json.dumps(step))
+                parse_step(json.dumps(step), code_actions=True)
             except StepParseError as exc:
                 raise ValueError(f"solution for {instruction[:60]!r} step {i}: {exc}") from None
 
@@ -166,6 +167,11 @@ class ReferenceEndpoint:
             "metadata": {"harness_check": True, "kind": "reference-policy",
                          "description": "Plays scripted reference solutions; a harness check, "
                                         "not a model score."},
+        }, {
+            "id": JUDGE_MODEL, "object": "model", "owned_by": "holo-bench",
+            "metadata": {"harness_check": True, "kind": "reference-judge",
+                         "description": "Judges an episode by comparing its actions with the "
+                                        "scripted solution; a harness check."},
         }]}
 
     def next_step(self, body: dict[str, Any]) -> tuple[dict[str, Any], int, str]:
@@ -287,6 +293,14 @@ class _Handler(BaseHTTPRequestHandler):
                 headers["Retry-After"] = f"{decision.retry_after:g}"
             self._send(decision.status, {"error": {"message": "injected fault",
                                                    "code": decision.status}}, headers)
+            return
+        if body.get("model") == JUDGE_MODEL:  # judge mode (holo_agent.reference.judge)
+            try:
+                payload = judge_completion(body, ep.solutions, ep.request_count)
+            except ValueError as exc:
+                self._error(400, str(exc), type="BadRequestError")
+                return
+            self._send(200, payload)
             return
         if body.get("model") != ep.model_name:
             self._error(404, f"The model `{body.get('model')}` does not exist; this endpoint "

@@ -3,7 +3,8 @@
 Layout (like OSWorld's ``evaluation_examples/``): ``test_all.json`` and ``test_smoke.json``
 (``{domain: [task ids]}``), ``examples/<domain>/<id>.json`` (task files), ``assets/`` (files and
 pages served by :class:`computer_env.osworld.assets.AssetServer`) and ``solutions/<id>.json``
-(one reference solution per task: a JSON list of Holo Steps).
+(one reference solution per task: a JSON list of Holo Steps) and ``solutions_code/<id>.json``
+(for a few tasks, a solution using the code tool, played with ``--code-actions``).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ _REQUIRED_ARGS: dict[str, tuple[str, ...]] = {
     **{name: ("element", *args) for name, args in _COORD_ARGS.items() if name != "drag"},
     "drag": _COORD_ARGS["drag"],
     "write": ("content",), "press_key": ("key",), "hotkey": ("keys",), "scroll": ("direction",),
-    "wait": ("seconds",), "answer": ("content",),
+    "wait": ("seconds",), "answer": ("content",), "run_code": ("language", "code"),
 }
 
 
@@ -68,6 +69,12 @@ def load_solutions(root: Path = BUILTIN_ROOT) -> dict[str, list[dict[str, Any]]]
     return {p.stem: load_solution(p) for p in sorted((root / "solutions").glob("*.json"))}
 
 
+def load_code_solutions(root: Path = BUILTIN_ROOT) -> dict[str, list[dict[str, Any]]]:
+    """Alternative reference solutions that use the code tool (``run_code``), keyed by task id:
+    what the reference endpoint plays for these tasks with ``--code-actions``."""
+    return {p.stem: load_solution(p) for p in sorted((root / "solutions_code").glob("*.json"))}
+
+
 def task_ids(root: Path = BUILTIN_ROOT, task_list: str = "test_all.json") -> list[tuple[str, str]]:
     """``(domain, task_id)`` pairs from a task list, in file order."""
     listing: dict[str, list[str]] = json.loads((root / task_list).read_text(encoding="utf-8"))
@@ -75,5 +82,6 @@ def task_ids(root: Path = BUILTIN_ROOT, task_list: str = "test_all.json") -> lis
 
 
 __all__ = [
-    "BUILTIN_ROOT", "SolutionFormatError", "load_solution", "load_solutions", "task_ids",
+    "BUILTIN_ROOT", "SolutionFormatError", "load_code_solutions", "load_solution",
+    "load_solutions", "task_ids",
 ]
