@@ -62,6 +62,13 @@ class ModelEndpointError(InfraError):
     category = "model_endpoint"
 
 
+class ResourceLimitError(InfraError):
+    """The desktop hit one of its limits (memory, process count, /tmp size): what ran there
+    was cut short by the sandbox, so the case is not scored."""
+
+    category = "resource_limit"
+
+
 class ConfigurationError(Exception):
     """A bad option, missing image or missing dependency: fails the run before any task.
 
@@ -77,4 +84,5 @@ INFRA_CATEGORIES: tuple[str, ...] = (
     NetworkError.category,
     EvaluatorInfraError.category,
     ModelEndpointError.category,
+    ResourceLimitError.category,
 )

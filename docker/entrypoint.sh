@@ -21,7 +21,10 @@ for _ in $(seq 1 200); do
 done
 xdpyinfo >/dev/null 2>&1 || { echo "entrypoint: Xvfb on $DISPLAY did not come up in 10s" >&2; cat /tmp/xvfb.log >&2; exit 1; }
 
-exec dbus-run-session -- bash -c '
+mkdir -p "${XDG_RUNTIME_DIR:-/run/user/1000}" 2>/dev/null || true
+# The session bus listens on /run/user/1000/bus too (OSWorld's tasks export that address).
+exec dbus-run-session --config-file=/etc/holo-session-bus.conf -- bash -c '
+    dbus-update-activation-environment DISPLAY >/dev/null 2>&1 &
     /usr/libexec/at-spi-bus-launcher --launch-immediately >/tmp/at-spi.log 2>&1 &
     # start openbox until it owns the screen (it can fail on a display that just came up)
     for _try in 1 2 3 4 5; do

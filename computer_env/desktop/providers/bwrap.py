@@ -2,7 +2,9 @@
 
 Inside the sandbox: ``/usr`` and ``/etc`` read-only, a tmpfs ``/home/user`` filled from the
 template, uid/gid 1000 ("user"), no capabilities, its own pid/ipc/uts (and, through the
-provider, network) namespaces. Of the host's Python only what the server needs is visible,
+provider, network) namespaces, no further user namespaces (``--disable-userns``), a size-capped
+tmpfs ``/tmp`` and ``/dev/shm``, the dpkg database visible read-only, and the programs of
+:mod:`.guest_tools` first on ``PATH``. Of the host's Python only what the server needs is visible,
 read-only: the virtual environment, its base interpreter and the ``computer_env`` package (minus
 ``computer_env/osworld``, which holds task solutions).
 """
@@ -15,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import computer_env
+from computer_env.desktop.providers import guest_tools
 from computer_env.errors import ConfigurationError
 
 GUEST_UID = 1000
@@ -42,6 +45,8 @@ fi
 rm -f "$fifo"
 export DISPLAY=":$dnum"
 echo "$DISPLAY" >"$DESKTOP_SCRATCH/display"
+# D-Bus-activated programs (gnome-terminal-server, dconf, gvfs) need the display too
+dbus-update-activation-environment DISPLAY >/dev/null 2>&1 &
 # openbox sometimes fails to open a display that Xvfb has just announced: start it until it
 # owns the screen (_NET_SUPPORTING_WM_CHECK on the root window), at most 5 tries of 5 s.
 wm_ready() { xprop -root _NET_SUPPORTING_WM_CHECK 2>/dev/null | grep -q 'window id'; }
@@ -70,11 +75,13 @@ GROUP = f"root:x:0:\nuser:x:{GUEST_UID}:\nnogroup:x:65534:\n"
 
 def session_env(*, width: int, height: int, home: str, template: str, token_file: str,
                 scratch: str, host: str, port: int, display: str,
-                guard: str = "") -> dict[str, str]:
+                guard: str = "", tools_bin: str = guest_tools.GUEST_TOOLS) -> dict[str, str]:
     """Environment of the session (the same keys sandboxed and unsandboxed)."""
     return {
-        # The server's interpreter first: OSWorld runs actions as `python -c "import pyautogui"`.
-        "PATH": f"{Path(python_executable()).parent}:/usr/local/bin:/usr/bin:/bin",
+        # The server's interpreter first: OSWorld runs actions as `python -c "import pyautogui"`;
+        # then the desktop's own programs (google-chrome, sudo: see guest_tools).
+        "PATH": (f"{Path(python_executable()).parent}:{tools_bin}:/usr/local/bin:/usr/bin:/bin:"
+                 "/usr/sbin:/sbin"),
         "HOME": home, "USER": "user", "LOGNAME": "user", "SHELL": "/bin/bash",
         "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "TERM": "xterm-256color",
         "XDG_SESSION_TYPE": "x11", "XDG_CURRENT_DESKTOP": "openbox",
@@ -124,6 +131,9 @@ class SandboxLayout:
 
     state_dir: Path  # per desktop: token, passwd, group, init.sh (bound read-only at GUEST_RUN)
     template: Path   # the home template (read-only at GUEST_TEMPLATE)
+    tools: Path      # guest_tools.ensure_tools(): bin/, applications/
+    chrome: Path | None = None  # guest_tools.ensure_chrome_dir(): Chromium named "chrome"
+    tmp_bytes: int = 512 * 1024 * 1024  # size of /tmp and of /dev/shm
 
 
 def write_state(state_dir: Path, token: str) -> None:
@@ -132,6 +142,7 @@ def write_state(state_dir: Path, token: str) -> None:
     (state_dir / "passwd").write_text(PASSWD)
     (state_dir / "group").write_text(GROUP)
     (state_dir / "init.sh").write_text(INIT_SCRIPT)
+    (state_dir / "session.conf").write_text(guest_tools.session_bus_config(GUEST_UID))
     token_file = state_dir / "token"
     token_file.touch(mode=0o600)
     token_file.write_text(token)
@@ -159,7 +170,7 @@ def bwrap_argv(bwrap: str, layout: SandboxLayout, *, width: int, height: int,
                       token_file=f"{GUEST_RUN}/token", scratch="/tmp/.desktop",
                       host="0.0.0.0", port=GUEST_SERVER_PORT, display=":0")
     argv = [bwrap, "--unshare-user", "--uid", str(GUEST_UID), "--gid", str(GUEST_UID),
-            "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+            "--disable-userns", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
             "--hostname", "desktop", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
             "--info-fd", str(info_fd),
             "--ro-bind", "/usr", "/usr", "--ro-bind", "/etc", "/etc"]
@@ -171,14 +182,23 @@ def bwrap_argv(bwrap: str, layout: SandboxLayout, *, width: int, height: int,
             argv += ["--ro-bind", str(target), f"/{name}"]
     argv += ["--ro-bind", str(layout.state_dir / "passwd"), "/etc/passwd",
              "--ro-bind", str(layout.state_dir / "group"), "/etc/group",
-             "--dev", "/dev", "--tmpfs", "/dev/shm", "--proc", "/proc",
-             "--tmpfs", "/tmp", "--tmpfs", "/run", "--tmpfs", "/var", "--dir", "/var/tmp",
+             "--dev", "/dev", "--size", str(layout.tmp_bytes), "--tmpfs", "/dev/shm",
+             "--proc", "/proc", "--size", str(layout.tmp_bytes), "--tmpfs", "/tmp",
+             "--tmpfs", "/run", "--tmpfs", "/var", "--dir", "/var/tmp",
              "--ro-bind-try", "/var/cache/fontconfig", "/var/cache/fontconfig",
              "--ro-bind-try", "/var/lib/dbus", "/var/lib/dbus",
+             # the package database (`apt list --installed`, `dpkg -l`), read-only
+             "--ro-bind-try", "/var/lib/dpkg", "/var/lib/dpkg",
+             "--ro-bind-try", "/var/lib/apt", "/var/lib/apt",
+             "--ro-bind-try", "/var/cache/apt", "/var/cache/apt",
+             "--ro-bind", str(layout.tools / "bin"), guest_tools.GUEST_TOOLS,
+             "--ro-bind", str(layout.tools / "applications"), "/usr/share/applications",
              "--perms", "0700", "--dir", f"/run/user/{GUEST_UID}",
              "--tmpfs", "/home", "--dir", GUEST_HOME,
              "--ro-bind", str(layout.template), GUEST_TEMPLATE,
              "--ro-bind", str(layout.state_dir), GUEST_RUN]
+    if layout.chrome is not None:
+        argv += ["--ro-bind", str(layout.chrome), guest_tools.GUEST_CHROME_DIR]
     for path, point in staged.items():
         argv += ["--ro-bind", str(point), str(path)]
     pkg = Path(computer_env.__file__).resolve().parent
@@ -188,6 +208,7 @@ def bwrap_argv(bwrap: str, layout: SandboxLayout, *, width: int, height: int,
     env["XDG_RUNTIME_DIR"] = f"/run/user/{GUEST_UID}"
     for key, value in env.items():
         argv += ["--setenv", key, value]
-    argv += ["--chdir", GUEST_HOME, "/usr/bin/dbus-run-session", "--",
+    argv += ["--chdir", GUEST_HOME, "/usr/bin/dbus-run-session",
+             f"--config-file={GUEST_RUN}/session.conf", "--",
              "/bin/bash", f"{GUEST_RUN}/init.sh"]
     return argv

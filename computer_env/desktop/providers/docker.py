@@ -26,6 +26,13 @@ from typing import Any, Literal
 
 from computer_env.desktop.gateway import OSWorldGateway, with_gateway
 from computer_env.desktop.providers.base import DesktopHandle, DesktopProvider
+from computer_env.desktop.providers.limits import (
+    DesktopLimits,
+    cgroup_breaches,
+    parse_size,
+    pid_cgroup_dirs,
+    tmp_breach,
+)
 from computer_env.desktop.providers.ports import (
     named_ports,
     probe,
@@ -74,11 +81,14 @@ class DockerProvider(DesktopProvider):
         ready_timeout: float | None = None,
         prewarm: bool | None = None,
         docker_host: str | None = None,
+        limits: DesktopLimits | None = None,
     ) -> None:
         """``kind=None`` infers ``"osworld"`` from a qcow2 path (``vm_path`` is an alias of
         ``qcow2_path``) or a ``happysixd/`` image, else ``"guest-server"``.
         ``ram_size``/``cpu_cores``/``disk_size`` default to env RAM_SIZE/CPU_CORES/DISK_SIZE
-        (OSWorld: 4G/4/32G; guest-server: container limits 2G/2, no disk). ``kvm=None`` detects
+        (OSWorld: 4G/4/32G; guest-server: 2 CPUs, memory from ``limits``, no disk). The
+        guest-server container also gets ``limits``' process cap and /tmp size (default
+        :meth:`DesktopLimits.from_values`: env ``HOLO_DESKTOP_*``). ``kvm=None`` detects
         /dev/kvm (env KVM=N forces it off). ``prewarm=None`` means on for the guest-server image
         and off for OSWorld's VM (a spare VM holds another RAM_SIZE and burns CPU while booting).
         """
@@ -90,7 +100,9 @@ class DockerProvider(DesktopProvider):
         osworld = kind == "osworld"
         self.image = image or (DEFAULT_OSWORLD_IMAGE if osworld else DEFAULT_GUEST_SERVER_IMAGE)
         self.qcow2_path = Path(qcow2_path).expanduser().resolve() if qcow2_path else None
-        self.ram_size = ram_size or os.environ.get("RAM_SIZE") or ("4G" if osworld else "2G")
+        self.limits = limits or DesktopLimits.from_values()
+        self.ram_size = ram_size or os.environ.get("RAM_SIZE") or (
+            "4G" if osworld else f"{self.limits.memory_bytes // (1024 * 1024)}M")
         self.cpu_cores = int(cpu_cores or os.environ.get("CPU_CORES") or (4 if osworld else 2))
         self.disk_size = disk_size or os.environ.get("DISK_SIZE") or "32G"
         env_kvm_off = os.environ.get("KVM", "").upper() in ("N", "NO", "0", "FALSE")
@@ -165,6 +177,22 @@ class DockerProvider(DesktopProvider):
         if self._handle is None:
             return False
         return probe(self._handle.url, self._token)
+
+    def limit_breaches(self) -> list[str]:
+        """Limits the current container hit (its cgroup's OOM kills and refused forks, a full
+        /tmp), read on this host; empty for OSWorld's VM image (QEMU's own limits apply)."""
+        if self._container is None or self.kind != "guest-server":
+            return []
+        try:
+            self._container.reload()
+            pid = int(self._container.attrs["State"]["Pid"])
+        except Exception:  # noqa: BLE001 - gone: is_alive() handles that
+            return []
+        if pid <= 0:
+            return []
+        found = cgroup_breaches(pid_cgroup_dirs(pid), self.limits)
+        full = tmp_breach(Path(f"/proc/{pid}/root"), self.limits)
+        return found + ([full] if full else [])
 
     def close(self) -> None:
         """Remove the active and the spare container; idempotent."""
@@ -253,8 +281,11 @@ class DockerProvider(DesktopProvider):
                 ports={f"{p}/tcp": ("127.0.0.1", None) for p in _GUEST_SERVER_PORTS},
                 environment={"DESKTOP_SERVER_TOKEN": token, "SCREEN_WIDTH": str(self.screen[0]),
                              "SCREEN_HEIGHT": str(self.screen[1])},
-                mem_limit=self.ram_size.lower().replace("ib", ""),
-                nano_cpus=int(self.cpu_cores * 1e9), shm_size="512m",
+                mem_limit=(mem := parse_size(self.ram_size, "RAM_SIZE")),
+                memswap_limit=mem,  # no swap beyond the memory limit
+                pids_limit=self.limits.pids,
+                tmpfs={"/tmp": f"size={self.limits.tmp_bytes},mode=1777"},
+                nano_cpus=int(self.cpu_cores * 1e9), shm_size=self.limits.tmp_bytes,
             )
         try:
             container = client.containers.run(**kwargs)

@@ -2,7 +2,10 @@
 
 Kept as Python data (not loose dotfiles) so it ships with the package as-is. It holds what makes
 the apps start cleanly: LibreOffice without first-start wizard, tip of the day, "what's new"
-bar or document recovery; a readable UTF-8 xterm; the XDG user folders (``~/Desktop`` ...).
+bar or document recovery; a readable UTF-8 xterm; the XDG user folders (``~/Desktop`` ...);
+and what OSWorld's tasks expect of their Ubuntu image: ctrl+alt+t opens gnome-terminal, VLC's
+HTTP interface on port 8080 (password ``password``) without the privacy dialog, GIMP without
+tips, a PulseAudio sound card (a null sink at 40 % volume, started on demand by ``pactl``).
 """
 
 from __future__ import annotations
@@ -78,6 +81,8 @@ XDG_PUBLICSHARE_DIR="$HOME/Public"
 
 _BASHRC = """\
 export PS1='user@desktop:\\w\\$ '
+# gnome-terminal's title is "user@host: dir", as with Ubuntu's .bashrc (xterm keeps its own)
+if [ -n "${VTE_VERSION:-}" ]; then PS1="\\[\\e]0;\\u@\\h: \\w\\a\\]$PS1"; fi
 export LANG=C.UTF-8
 alias ll='ls -l'
 """
@@ -93,7 +98,65 @@ application/vnd.openxmlformats-officedocument.wordprocessingml.document=libreoff
 text/html=chromium.desktop
 x-scheme-handler/http=chromium.desktop
 x-scheme-handler/https=chromium.desktop
+application/vnd.oasis.opendocument.presentation=libreoffice-impress.desktop
+application/vnd.openxmlformats-officedocument.presentationml.presentation=libreoffice-impress.desktop
+application/vnd.ms-powerpoint=libreoffice-impress.desktop
+inode/directory=org.gnome.Nautilus.desktop
+video/mp4=vlc.desktop
+video/x-matroska=vlc.desktop
+audio/mpeg=vlc.desktop
+image/png=gimp.desktop
+image/jpeg=gimp.desktop
+x-scheme-handler/mailto=thunderbird.desktop
 """
+
+_VLCRC = """\
+[qt]
+qt-privacy-ask=0
+qt-updates-notif=0
+[core]
+extraintf=http
+http-port=8080
+metadata-network-access=0
+[lua]
+http-password=password
+"""
+
+_GIMPRC = "(show-tips no)\n"
+
+# The sound card of the desktop: a null sink (no hardware in a sandbox), 40 % volume, kept
+# running once started (``pactl`` starts it on demand; volumes persist in ~/.config/pulse).
+_PULSE_DEFAULT_PA = """\
+.fail
+load-module module-device-restore
+load-module module-stream-restore
+load-module module-card-restore
+load-module module-augment-properties
+load-module module-native-protocol-unix
+load-module module-null-sink sink_name=speakers sink_properties=device.description=Speakers
+load-module module-default-device-restore
+load-module module-always-sink
+load-module module-intended-roles
+load-module module-position-event-sounds
+set-default-sink speakers
+set-sink-volume speakers 26214
+"""
+
+_PULSE_DAEMON_CONF = "exit-idle-time = -1\nflat-volumes = no\n"
+
+_TERMINAL_KEY = ("  <keybind key=\"C-A-t\"><action name=\"Execute\">"
+                 "<command>gnome-terminal</command></action></keybind>\n")
+
+
+def _openbox_rc() -> str | None:
+    """The system openbox configuration plus ctrl+alt+t (gnome-terminal, as on Ubuntu)."""
+    path = Path("/etc/xdg/openbox/rc.xml")
+    try:
+        text = path.read_text()
+    except OSError:
+        return None
+    return text.replace("</keyboard>", _TERMINAL_KEY + "</keyboard>", 1)
+
 
 FILES: dict[str, str] = {
     ".config/libreoffice/4/user/registrymodifications.xcu": _registrymodifications(),
@@ -102,7 +165,13 @@ FILES: dict[str, str] = {
     ".config/mimeapps.list": _MIMEAPPS,
     ".bashrc": _BASHRC,
     ".profile": ". ~/.bashrc\n",
+    ".config/vlc/vlcrc": _VLCRC,
+    ".config/GIMP/2.10/gimprc": _GIMPRC,
+    ".config/pulse/default.pa": _PULSE_DEFAULT_PA,
+    ".config/pulse/daemon.conf": _PULSE_DAEMON_CONF,
 }
+if (_rc := _openbox_rc()) is not None:
+    FILES[".config/openbox/rc.xml"] = _rc
 DIRS: tuple[str, ...] = ("Desktop", "Documents", "Downloads", "Music", "Pictures", "Videos",
                          "Templates", "Public", ".cache", ".local/share", ".config/autostart")
 

@@ -6,7 +6,9 @@ passed to :meth:`LocalSandboxProvider.allow_host_port`. The session itself (see 
 runs under bubblewrap with a fresh tmpfs home. ``reset()`` replaces the whole session (the
 network namespace is kept); ``close()`` removes processes, netns, veth and firewall rules.
 Cleanup also runs at interpreter exit and on SIGTERM; after a SIGKILL every process dies with
-its parent and the next ``start()`` sweeps the network leftovers.
+its parent and the next ``start()`` sweeps the network leftovers. Each session is capped
+(memory, processes, /tmp: :class:`~.limits.DesktopLimits`); :meth:`limit_breaches` says which
+cap the current session hit.
 """
 
 from __future__ import annotations
@@ -28,7 +30,9 @@ from typing import Any
 from computer_env.desktop.gateway import OSWorldGateway, with_gateway
 from computer_env.desktop.providers import bwrap, netns
 from computer_env.desktop.providers.base import DesktopHandle, DesktopProvider
+from computer_env.desktop.providers.guest_tools import ensure_chrome_dir, ensure_tools
 from computer_env.desktop.providers.home_template import ensure_template
+from computer_env.desktop.providers.limits import DesktopLimits
 from computer_env.desktop.providers.session import (HostSession, SandboxSession,
                                                     host_tools_missing, wait_ready)
 from computer_env.errors import ConfigurationError, VMStartError
@@ -36,6 +40,7 @@ from computer_env.errors import ConfigurationError, VMStartError
 log = logging.getLogger(__name__)
 
 STATE_ROOT = Path("/run/computer-env-local")
+CHROME_ROOT = Path("/var/cache/computer-env-local")  # on the disk (a link to Chromium's binary)
 _HOST_STATE_ROOT = Path("/tmp/computer-env-local")  # unsandboxed mode (any user)
 
 
@@ -109,8 +114,10 @@ class LocalSandboxProvider(DesktopProvider):
 
     def __init__(self, *, width: int = 1920, height: int = 1080, unsandboxed: bool = False,
                  ready_timeout: float = 60.0, bwrap_path: str | None = None,
-                 search_path: str | None = None) -> None:
-        """``bwrap_path`` forces a binary; ``search_path`` replaces ``$PATH`` to look for it."""
+                 search_path: str | None = None, limits: DesktopLimits | None = None) -> None:
+        """``bwrap_path`` forces a binary; ``search_path`` replaces ``$PATH`` to look for it;
+        ``limits`` defaults to :meth:`DesktopLimits.from_values` (env ``HOLO_DESKTOP_*``)."""
+        self.limits = limits or DesktopLimits.from_values()
         self.width, self.height = width, height
         self.unsandboxed = unsandboxed
         self.ready_timeout = ready_timeout
@@ -184,6 +191,11 @@ class LocalSandboxProvider(DesktopProvider):
         session = self._res.session
         return session.pids() if session is not None else []
 
+    def limit_breaches(self) -> list[str]:
+        """The limits (memory, processes, /tmp) the current session hit; empty when none."""
+        session = self._res.session
+        return session.breaches() if isinstance(session, SandboxSession) else []
+
     @property
     def log_file(self) -> Path | None:
         """The session's combined stdout/stderr (Xvfb, openbox, server)."""
@@ -211,6 +223,8 @@ class LocalSandboxProvider(DesktopProvider):
             slot.allow_port(port)
         STATE_ROOT.mkdir(mode=0o755, parents=True, exist_ok=True)
         self._template = ensure_template(STATE_ROOT)
+        self._tools = ensure_tools(STATE_ROOT)
+        self._chrome = ensure_chrome_dir(CHROME_ROOT)
         state_dir = STATE_ROOT / f"desktop-{slot.slot}"
         shutil.rmtree(state_dir, ignore_errors=True)
         self._res.state_dir = state_dir
@@ -232,6 +246,7 @@ class LocalSandboxProvider(DesktopProvider):
             raise ConfigurationError(f"the local desktop needs {', '.join(missing)} installed")
         _HOST_STATE_ROOT.mkdir(mode=0o700, parents=True, exist_ok=True)
         self._template = ensure_template(_HOST_STATE_ROOT)
+        self._tools = ensure_tools(_HOST_STATE_ROOT)
         state_dir = Path(tempfile.mkdtemp(prefix="desktop-", dir=_HOST_STATE_ROOT)).resolve()
         self._res.state_dir = state_dir
         bwrap.write_state(state_dir, self._token)
@@ -259,20 +274,23 @@ class LocalSandboxProvider(DesktopProvider):
                 width=self.width, height=self.height, home=str(home),
                 template=str(self._template), token_file=str(res.state_dir / "token"),
                 scratch=str(res.state_dir / "scratch"), host="127.0.0.1", port=self._host_port,
-                display="", guard=guard)
+                display="", guard=guard, tools_bin=str(self._tools / "bin"))
             env["PYTHONPATH"] = str(Path(bwrap.__file__).resolve().parents[3])
             res.session = HostSession(
                 ["dbus-run-session", "--", "bash", str(res.state_dir / "init.sh")], env=env,
                 log_file=log_file)
         else:
             assert res.slot is not None
-            layout = bwrap.SandboxLayout(state_dir=res.state_dir, template=self._template)
+            layout = bwrap.SandboxLayout(state_dir=res.state_dir, template=self._template,
+                                         tools=self._tools, chrome=self._chrome,
+                                         tmp_bytes=self.limits.tmp_bytes)
             staged = bwrap.staged_python_binds(STATE_ROOT / "stage")
             res.session = SandboxSession(
                 lambda fd: bwrap.bwrap_argv(self._bwrap_bin, layout, width=self.width,
                                             height=self.height, info_fd=fd, staged=staged),
                 netns=res.slot.netns, uid=res.slot.sandbox_uid, log_file=log_file,
-                binds=tuple((str(src), str(dst)) for src, dst in staged.items()))
+                binds=tuple((str(src), str(dst)) for src, dst in staged.items()),
+                limits=self.limits)
         host, port = self._server_addr()
         wait_ready(host, port, self._token, res.session.proc, timeout=self.ready_timeout,
                    log_file=log_file)

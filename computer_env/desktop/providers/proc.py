@@ -43,17 +43,28 @@ _MS_REC, _MS_PRIVATE, _MS_BIND = 0x4000, 0x40000, 0x1000
 
 
 def _make_preexec(netns: str | None, uid: int | None, gid: int | None,
-                  binds: Sequence[tuple[str, str]] = ()) -> Callable[[], None]:
+                  binds: Sequence[tuple[str, str]] = (),
+                  cgroup_procs: Sequence[str] = ()) -> Callable[[], None]:
     """Child-side setup, run between fork and exec (only simple syscalls here).
 
     ``binds`` (source, target) are bind-mounted in a private mount namespace of the child, while
     still root: that is how an unprivileged sandbox uid gets to see e.g. a directory under
-    ``/root`` (bwrap, once unprivileged, could not traverse ``/root`` itself)."""
+    ``/root`` (bwrap, once unprivileged, could not traverse ``/root`` itself). The child joins
+    the cgroups whose ``cgroup.procs`` files are in ``cgroup_procs`` before it execs, so that
+    everything it starts is inside them."""
     encoded = [(src.encode(), dst.encode()) for src, dst in binds]
     parent = os.getppid  # bound before fork, cheap to call in the child
     parent_pid = os.getpid()
 
     def preexec() -> None:
+        for procs in cgroup_procs:
+            fd = os.open(procs, os.O_WRONLY)
+            try:
+                os.write(fd, b"0")
+            except OSError:
+                os._exit(122)
+            finally:
+                os.close(fd)
         if netns is not None:
             fd = os.open(f"/run/netns/{netns}", os.O_RDONLY)
             if _libc.setns(fd, _CLONE_NEWNET) != 0:
@@ -122,13 +133,14 @@ def spawn(
     uid: int | None = None,
     gid: int | None = None,
     binds: Sequence[tuple[str, str]] = (),
+    cgroup_procs: Sequence[str] = (),
     pass_fds: Sequence[int] = (),
     stdout: Any = subprocess.DEVNULL,
     stderr: Any = subprocess.DEVNULL,
     cwd: str | Path | None = None,
 ) -> subprocess.Popen[bytes]:
     """Start ``argv`` in a new session that dies with this process (see module docstring)."""
-    preexec = _make_preexec(netns, uid, gid, binds)
+    preexec = _make_preexec(netns, uid, gid, binds, cgroup_procs)
 
     def _start() -> subprocess.Popen[bytes]:
         return subprocess.Popen(

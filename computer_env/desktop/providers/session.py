@@ -21,6 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from computer_env.desktop.providers import proc
+from computer_env.desktop.providers.limits import DesktopLimits, SessionCgroup, tmp_breach
 from computer_env.errors import VMStartError
 
 log = logging.getLogger(__name__)
@@ -62,27 +63,64 @@ def tail(path: Path, limit: int = 4000) -> str:
         return ""
 
 
+_warned_no_cgroup = False
+
+
+def session_cgroup(limits: DesktopLimits) -> SessionCgroup | None:
+    """A cgroup with the memory and process limits, or None (warned once) where cgroups are
+    unusable here; the process count is then capped with RLIMIT_NPROC, memory not at all."""
+    global _warned_no_cgroup
+    try:
+        return SessionCgroup(limits)
+    except OSError as exc:
+        if not _warned_no_cgroup:
+            log.warning("desktop limits: no cgroup (%s); capping processes with RLIMIT_NPROC, "
+                        "memory is NOT capped", exc)
+            _warned_no_cgroup = True
+        return None
+
+
 class SandboxSession:
     """A bubblewrap session; ended by killing its pid-namespace init, then every process of its
-    outside uid (nothing of the sandbox survives, whatever it forked or setsid'd)."""
+    outside uid (nothing of the sandbox survives, whatever it forked or setsid'd). Its processes
+    live in their own cgroup (memory and process limits, see :mod:`.limits`)."""
 
     def __init__(self, build_argv: Callable[[int], list[str]], *, netns: str, uid: int,
-                 log_file: Path, binds: tuple[tuple[str, str], ...] = ()) -> None:
+                 log_file: Path, binds: tuple[tuple[str, str], ...] = (),
+                 limits: DesktopLimits | None = None) -> None:
         self.uid = uid
         self.log_file = log_file
+        self.limits = limits or DesktopLimits()
+        self.cgroup = session_cgroup(self.limits)
         read_fd, write_fd = os.pipe()
         try:
+            argv = build_argv(write_fd)
+            if self.cgroup is None and shutil.which("prlimit"):
+                argv = ["prlimit", f"--nproc={self.limits.pids}", "--", *argv]
             with open(log_file, "wb") as out:
-                self.proc = proc.spawn(build_argv(write_fd), env={"PATH": "/usr/bin:/bin"},
+                self.proc = proc.spawn(argv, env={"PATH": "/usr/bin:/bin"},
                                        netns=netns, uid=uid, gid=uid, binds=binds,
+                                       cgroup_procs=self.cgroup.procs_files if self.cgroup
+                                       else (),
                                        pass_fds=(write_fd,),
                                        stdout=out, stderr=out, cwd="/")
         except BaseException:
             os.close(read_fd)
+            if self.cgroup is not None:
+                self.cgroup.remove()
             raise
         finally:
             os.close(write_fd)
         self.child_pid = self._read_child_pid(read_fd)
+
+    def breaches(self) -> list[str]:
+        """Limits this session hit so far (memory, processes, /tmp); empty when none."""
+        found = self.cgroup.breaches() if self.cgroup is not None else []
+        if self.child_pid is not None and self.alive():
+            full = tmp_breach(Path(f"/proc/{self.child_pid}/root"), self.limits)
+            if full:
+                found.append(full)
+        return found
 
     def _read_child_pid(self, fd: int) -> int | None:
         """bwrap writes ``{"child-pid": N}`` (a host pid) to --info-fd once the sandbox exists."""
@@ -126,6 +164,8 @@ class SandboxSession:
                             self.proc.pid)
         proc.kill_uid(self.uid)
         proc.kill_group(self.proc)
+        if self.cgroup is not None:
+            self.cgroup.remove()
 
 
 class HostSession:
