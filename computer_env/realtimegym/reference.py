@@ -99,6 +99,8 @@ def _snake_view(raw: Any) -> dict[str, Any]:
         "snake": list(raw.snake), "dir": raw.dir, "size": raw.B,
         "obstacles": set(raw.obstacle),
         "foods": {f: raw.food_attributes[f[0]][f[1]] for f in raw.food},
+        # where the next apples will appear (RealtimeGym spawns them in a seeded order)
+        "next_apples": {raw.coords[(raw.idx + k) % len(raw.coords)] for k in range(2)},
     }
 
 
@@ -122,29 +124,66 @@ def _snake_action(view: dict[str, Any]) -> str:
         if not free(new, snake[1:]) or (eats and new == snake[0]):
             continue
         body = snake + [new] if eats else snake[1:] + [new]
-        room = _flood(new, set(body[:-1]) | blocked, size)
-        dist = min((abs(fx - new[0]) + abs(fy - new[1]) for (fx, fy), (life, value) in
-                    foods.items() if value > 0 and abs(fx - new[0]) + abs(fy - new[1]) < life),
-                   default=size * 2)
-        key = (0 if room >= len(body) else 1, 0 if eats else 1, dist)
+        # Safe: it survives the next moves (a depth-first look-ahead without growth) and its
+        # head can still reach its tail; then either; then the least bad move.
+        dist = _distances(new, set(body[1:-1]) | blocked, size)
+        apples = {f for f, (_, value) in foods.items() if value > 0 and f != new}
+        apples |= view.get("next_apples", set())
+        lives = _survives(body, action, SNAKE_LOOKAHEAD, free, apples, [SNAKE_LOOKAHEAD_NODES])
+        danger = 0 if lives and (len(body) <= 2 or body[0] in dist) else 1 if lives else 2
+        reach = min((dist[f] for f, (life, value) in foods.items()
+                     if value > 0 and f in dist and dist[f] < life), default=size * size)
+        key = (danger, 0 if eats else 1, reach)
         if best is None or key < best[0]:
             best = (key, action)
     return best[1] if best else "S"
 
 
-def _flood(start: Cell, blocked: set[Cell], size: int) -> int:
-    seen = {start}
+SNAKE_LOOKAHEAD = 12
+SNAKE_LOOKAHEAD_NODES = 20_000
+"""Moves the snake must be able to survive after a candidate move, and the search's budget
+(an exhausted budget counts as surviving: the search only stalls in open space)."""
+
+
+def _survives(body: list[Cell], heading: str, depth: int, free: Any, apples: set[Cell],
+              budget: list[int]) -> bool:
+    """Whether ``body`` (tail first) heading ``heading`` can make ``depth`` more moves (never
+    onto its tail while an apple lies there: RealtimeGym kills a head that meets the tail it
+    would grow)."""
+    if depth == 0 or budget[0] <= 0:
+        return True
+    budget[0] -= 1
+    head = body[-1]
+    for action, (dx, dy) in _SNAKE_MOVES.items():
+        if action == _REVERSE[heading]:
+            continue
+        new = (head[0] + dx, head[1] + dy)
+        if new == body[0] and new in apples:
+            continue
+        if free(new, body[1:]) and _survives(body[1:] + [new], action, depth - 1, free, apples,
+                                             budget):
+            return True
+    return False
+
+
+def _distances(start: Cell, blocked: set[Cell], size: int) -> dict[Cell, int]:
+    """Steps from ``start`` to every cell it can reach around ``blocked`` (walls excluded)."""
+    dist = {start: 0}
     todo = deque([start])
     while todo:
         x, y = todo.popleft()
         for dx, dy in _SNAKE_MOVES.values():
             cell = (x + dx, y + dy)
-            if cell in seen or cell in blocked or not (0 < cell[0] < size - 1 and
-                                                       0 < cell[1] < size - 1):
+            if cell in dist or not (0 < cell[0] < size - 1 and 0 < cell[1] < size - 1):
                 continue
-            seen.add(cell)
-            todo.append(cell)
-    return len(seen)
+            dist[cell] = dist[(x, y)] + 1
+            if cell not in blocked:
+                todo.append(cell)
+    return {c: d for c, d in dist.items() if c not in blocked or c == start}
+
+
+def _flood(start: Cell, blocked: set[Cell], size: int) -> int:
+    return len(_distances(start, blocked, size))
 
 
 # ----- Overcooked -------------------------------------------------------------------------
