@@ -5,6 +5,9 @@
   (SIGKILL, from inside the sandbox) shortly after the agent starts;
 - ``CHAOS_KILL_SERVER=evaluate``: on the first attempt, kill it right before evaluation, so a
   getter cannot reach the desktop;
+- ``CHAOS_KILL_X=agent``: on a case's first attempt, kill the desktop's X server (SIGKILL, from
+  inside the sandbox) shortly after the agent starts: the guest server stays up, its screenshots
+  fail with HTTP 500;
 - ``CHAOS_WRONG=<task_id,...>``: the reference solution of these tasks is replaced by an
   immediate answer (a genuine scored failure);
 - ``CHAOS_UNREACHABLE=<task_id,...>``: every attempt of these tasks finds the desktop killed.
@@ -34,6 +37,13 @@ def _kill_server(ctx: Any) -> None:
         pass  # the request may die with the server: that is the point
 
 
+def _kill_x(ctx: Any) -> None:
+    try:
+        ctx.client.launch(["sh", "-c", "pkill -9 -x Xvfb"])
+    except Exception:
+        pass
+
+
 def pytest_configure(config: pytest.Config) -> None:
     mode = os.environ.get("CHAOS_KILL_SERVER")
     unreachable = _ids("CHAOS_UNREACHABLE")
@@ -45,6 +55,9 @@ def pytest_configure(config: pytest.Config) -> None:
         if (mode == "agent" and first) or task.id in unreachable:
             _done.add(task.id)
             threading.Timer(0.5, _kill_server, args=(ctx,)).start()
+        elif os.environ.get("CHAOS_KILL_X") == "agent" and first:
+            _done.add(task.id)
+            threading.Timer(0.5, _kill_x, args=(ctx,)).start()
         return real_run_agent(task, ctx, ws, task_dir, record, on_step)
 
     def evaluate(task: Any, ctx: Any) -> Any:
