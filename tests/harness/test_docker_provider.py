@@ -220,3 +220,83 @@ def test_osworld_options_follow_upstream(tmp_path: Path, monkeypatch: pytest.Mon
     assert all(v == ("127.0.0.1", None) for v in opts["ports"].values())  # Docker picks ports
     with_kvm = DockerProvider(vm_path=qcow2, kvm=True)._osworld_options()
     assert "/dev/kvm" in with_kvm["devices"] and "KVM" not in with_kvm["environment"]
+
+
+def _sh(handle: Any, command: str) -> dict:
+    with httpx.Client(base_url=handle.url, headers={"Authorization": f"Bearer {handle.token}"},
+                      timeout=120) as c:
+        resp = c.post("/execute", json={"command": command, "shell": True})
+    assert resp.status_code == 200, resp.text
+    return resp.json()
+
+
+@pytest.mark.docker
+def test_container_limits_hold_and_are_reported(docker_client: Any) -> None:
+    """The guest-server container has the desktop limits: a 2 GiB allocation is killed, a fork
+    bomb is capped, /tmp is a capped tmpfs, no user namespaces; each breach is reported."""
+    provider = DockerProvider(IMAGE, worker="t-limits", prewarm=False, ready_timeout=90)
+    try:
+        handle = provider.start()
+        assert provider.limit_breaches() == []
+        res = _sh(handle, "python3 -c \"b = b'x' * (2 * 1024 ** 3); print('allocated')\"")
+        assert "allocated" not in res["output"] and res["returncode"] != 0, res
+        assert provider.is_alive()
+        assert any("memory limit" in b for b in provider.limit_breaches())
+
+        handle = provider.reset()
+        assert provider.limit_breaches() == []
+        out = _sh(handle, "df -B1 --output=size /tmp | tail -n 1; "
+                          "dd if=/dev/zero of=/tmp/fill bs=1M count=600 2>&1")["output"]
+        assert out.split()[0] == str(512 * 1024 * 1024) and "No space left" in out, out
+        assert any("/tmp size limit" in b for b in provider.limit_breaches())
+        assert _sh(handle, "unshare -Ur true")["returncode"] != 0
+
+        handle = provider.reset()
+        with httpx.Client(base_url=handle.url, headers={"Authorization": f"Bearer {handle.token}"},
+                          timeout=60) as c:
+            c.post("/setup/launch", json={"command": "bash -c ':(){ :|:& };:'", "shell": True})
+        deadline = time.monotonic() + 120
+        while not provider.limit_breaches() and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert any("process limit (1024) reached" in b for b in provider.limit_breaches())
+        assert subprocess.run(["true"], timeout=30).returncode == 0  # the host still forks
+    finally:
+        provider.close()
+    assert _ours(docker_client) == []
+
+
+@pytest.mark.docker
+def test_image_carries_osworld_apps(docker_client: Any) -> None:
+    """OSWorld's programs, real sudo with its password, pactl, gsettings over the bus address
+    the tasks export, Chromium as google-chrome (named chrome) and the dpkg database."""
+    provider = DockerProvider(IMAGE, worker="t-apps", prewarm=False, ready_timeout=90)
+    try:
+        handle = provider.start()
+        progs = ("google-chrome google-chrome-stable socat libreoffice gimp vlc thunderbird "
+                 "gnome-terminal nautilus gedit sudo pactl pulseaudio expect gsettings dconf")
+        out = _sh(handle, f"for p in {progs}; do command -v $p >/dev/null || echo MISSING $p; "
+                          "done; echo checked")["output"]
+        assert out.strip() == "checked", out
+        sudo = _sh(handle, "echo password | sudo -S mkdir ~/Desktop/todo_list_Jan_1 && "
+                           "stat -c %U ~/Desktop/todo_list_Jan_1")
+        assert sudo["returncode"] == 0 and sudo["output"].strip() == "root", sudo
+        assert _sh(handle, "sudo -k; echo wrong | sudo -S true")["returncode"] != 0
+        bus = "export DBUS_SESSION_BUS_ADDRESS='unix:path=/run/user/1000/bus'\n"
+        got = _sh(handle, f"{bus}gsettings set org.gnome.desktop.session idle-delay 300 && "
+                          "gsettings get org.gnome.desktop.session idle-delay")
+        assert got["output"].strip() == "uint32 300", got
+        vol = ("pulseaudio --start\npactl list sinks | grep '^[[:space:]]Volume:' | head -n 1 | "
+               "awk '{print $5}' | sed 's/%//g'")
+        assert _sh(handle, vol)["output"] == "40\n"
+        assert "libreoffice-impress/" in _sh(handle, "apt list --installed 2>/dev/null")["output"]
+        with httpx.Client(base_url=handle.url, headers={"Authorization": f"Bearer {handle.token}"},
+                          timeout=60) as c:
+            c.post("/setup/launch", json={"command": ["google-chrome",
+                                                      "--remote-debugging-port=1337"]})
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and '"Browser"' not in _sh(
+                handle, "curl -s -m 2 http://127.0.0.1:1337/json/version")["output"]:
+            time.sleep(1)
+        assert _sh(handle, "pgrep -x chrome")["returncode"] == 0
+    finally:
+        provider.close()
