@@ -19,6 +19,7 @@ from typing import Any
 from holo_agent.recorder import atomic_write, read_traj
 from holo_agent.replay.assets import CSS, JS
 from holo_agent.replay.evidence import evidence_section
+from holo_agent.replay.protocols import code_html, judge_badges, judge_field
 
 REFERENCE_LABEL = "reference policy — harness check, not a model score"
 
@@ -174,7 +175,7 @@ def _step_html(i: int, row: dict[str, Any], reasoning: str | None, src: str | No
         _field("thought", row.get("thought")),
         _field("error", row.get("error"), "value error"),
         _field("raw output", row.get("raw_output")),
-        _field("tool output", row.get("tool_output")),
+        code_html(row.get("code")) or _field("tool output", row.get("tool_output")),
         f'<div class="stats">{"".join(f"<span>{_e(s)}</span>" for s in stats)}</div>',
         (f'<details class="reasoning"><summary>reasoning</summary>'
          f'<pre>{_e(_cut(reasoning, "reasoning.jsonl"))}</pre></details>'
@@ -194,6 +195,7 @@ def _header(result: dict[str, Any], agent: dict[str, Any], summary: dict[str, An
         badges.append(f'<span class="badge {cls}">outcome: {_e(outcome)}</span>')
     if result.get("score") is not None:
         badges.append(f'<span class="badge">score: {_e(result.get("score"))}</span>')
+    badges += judge_badges(result)  # the judge model's verdict beside the rule score
     if summary.get("end"):
         badges.append(f'<span class="badge">episode: {_e(summary.get("end"))}</span>')
     if agent.get("model"):
@@ -203,6 +205,7 @@ def _header(result: dict[str, Any], agent: dict[str, Any], summary: dict[str, An
     extra = ""
     if result.get("infra_reason"):
         extra += _field("infrastructure", result.get("infra_reason"), "value error")
+    extra += judge_field(result)
     if summary.get("answer") is not None:
         extra += _field("answer", summary.get("answer"))
     if summary.get("error"):
