@@ -1,0 +1,74 @@
+"""Protocol profiles (``--profile``): one flag sets task list, step limit, screenshot history and
+resolution; options given explicitly win; a bad name or combination is a usage error naming the
+option. Settings are built from a real pytest option parser (the suite's own options)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from fixtures.options import Settings
+from suite import run_suite
+
+
+class _Config:
+    """A ``pytest.Config`` stand-in exposing ``getoption`` over parsed suite options."""
+
+    def __init__(self, args: list[str]) -> None:
+        from fixtures.options import add_options
+
+        parser = pytest.Parser(_ispytest=True)
+        add_options(parser)
+        self.option = parser.parse(args)
+
+    def getoption(self, name: str) -> object:
+        return getattr(self.option, name)
+
+
+def settings(*args: str) -> Settings:
+    return Settings.from_config(_Config(list(args)))  # type: ignore[arg-type]
+
+
+def test_os_helix_profile_sets_the_protocol() -> None:
+    s = settings("--profile", "os-helix")
+    p = s.protocols
+    assert (s.max_steps, s.image_budget, s.task_list) == (50, 8, "test_all")  # built-in set
+    assert p.image_size == (1504, 832) and p.exclude_markers == ("gdrive",)
+    assert not p.code_actions  # the code tool stays its own switch (off/on comparisons)
+    root = settings("--profile", "os-helix", "--osworld-root", "/tmp")
+    assert root.task_list == "test_nogdrive"
+    rec = p.record(s)
+    assert rec["profile"] == "os-helix" and rec["image_size"] == [1504, 832]
+
+
+def test_explicit_options_win_over_the_profile() -> None:
+    s = settings("--profile", "os-helix", "--max-steps", "15", "--image-budget", "2",
+                 "--max-image-width", "1280", "--code-actions")
+    assert (s.max_steps, s.image_budget) == (15, 2)
+    assert s.protocols.image_size is None and s.protocols.code_actions
+
+
+def test_holo_repro_profile_and_no_profile() -> None:
+    s = settings("--profile", "holo-repro")
+    assert (s.max_steps, s.image_budget, s.protocols.image_size) == (100, 3, None)
+    plain = settings()
+    assert plain.protocols.profile is None and plain.protocols.record(plain)["profile"] is None
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--profile", "nope"], "--profile: unknown profile 'nope'"),
+    (["--judge-url", "ftp://x"], "--judge-url"),
+    (["--score-by", "vibes"], "--score-by"),
+    (["--code-timeout", "0"], "--code-timeout"),
+    (["--synthetic-dir", "/no/such/folder"], "--synthetic-dir"),
+])
+def test_bad_protocol_options(args: list[str], message: str) -> None:
+    with pytest.raises(pytest.UsageError, match=message):
+        settings(*args)
+
+
+def test_profile_in_a_collect_only_run(tmp_path: Path) -> None:
+    run = run_suite(tmp_path / "results", "p", "--profile", "os-helix", "--collect-only")
+    assert run.rc == 0, run.output[-2000:]
+    assert "os/os-create-report-file" in run.output
