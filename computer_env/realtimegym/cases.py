@@ -14,11 +14,14 @@ with 42 whatever the seed); :func:`all_cases` collects one seed of them."""
 
 @dataclass(frozen=True)
 class GameCase:
-    """One benchmark case; ``case_id`` is ``game/load/seedN`` (e.g. ``freeway/H/seed3``)."""
+    """One benchmark case; ``case_id`` is ``game/load/seedN`` (e.g. ``freeway/H/seed3``), with
+    ``/tokensN`` when a run plays several token budgets."""
 
     game: str
     load: str
     seed: int
+    turn_tokens: int | None = None
+    """The token budget a turn, when a run plays several (then part of the id)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "game", game_spec(self.game).name)
@@ -29,7 +32,8 @@ class GameCase:
     @property
     def case_id(self) -> str:
         """The pytest id of the case."""
-        return f"{self.game}/{self.load}/seed{self.seed}"
+        base = f"{self.game}/{self.load}/seed{self.seed}"
+        return base if self.turn_tokens is None else f"{base}/tokens{self.turn_tokens}"
 
 
 def all_cases(

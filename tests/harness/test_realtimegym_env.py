@@ -184,3 +184,19 @@ def test_overcooked_frame_shows_pots_and_partner_beside_the_kitchen() -> None:
         assert (230, 150, 40) in {c for _, c in strip.getcolors(1 << 16)}
     finally:
         env.close()
+
+
+@needs_realtimegym
+@pytest.mark.parametrize("game", GAMES)
+def test_reference_player_on_a_finished_game_answers_the_default(game: str) -> None:
+    """A clock can end a game between the agent's look and its request: no crash, no step."""
+    env = GameComputerEnv(game, "E", 0)
+    try:
+        player = ReferencePlayer(env)
+        env.finish("")
+        assert env.done
+        assert player.next_action() == env.spec.default_action
+        result = env.step(KeyPress(key=player.next_key()))
+        assert result.done and "over" in result.output
+    finally:
+        env.close()

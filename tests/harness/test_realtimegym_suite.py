@@ -38,6 +38,8 @@ def test_suite_skips_cleanly_without_realtimegym(tmp_path: Path) -> None:
     (("--loads", "X"), "--loads"),
     (("--pacing", "fast"), "--pacing"),
     (("--pacing", "realtime", "--turn-tokens", "100"), "--turn-tokens"),
+    (("--turn-tokens", "4096,lots"), "--turn-tokens"),
+    (("--turn-tokens", "0"), "--turn-tokens"),
 ])
 def test_bad_game_options_are_usage_errors(tmp_path: Path, args: tuple[str, ...],
                                            option: str) -> None:
