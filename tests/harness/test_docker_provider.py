@@ -73,7 +73,7 @@ def test_start_token_screenshot_reset_close(docker_client: Any) -> None:
         handle = provider.start()
         assert handle.provider == "docker" and handle.token and handle.url.startswith(
             "http://127.0.0.1:")
-        assert set(handle.ports) == {"server"}
+        assert set(handle.ports) == {"server", "cdp", "vlc"}  # OSWorld's getters reach these
         auth = {"Authorization": f"Bearer {handle.token}"}
         shot = httpx.get(f"{handle.url}/screenshot", headers=auth, timeout=30)
         assert shot.status_code == 200 and shot.content[:8] == b"\x89PNG\r\n\x1a\n"
