@@ -261,3 +261,18 @@ def test_reference_cli_serves_builtin_solutions_and_logs_verdicts(tmp_path: Path
     assert "request 1: conforms; task" in text and "step 0 -> " in text, text
     assert "request 2: does not conform (rule" in text, text
     assert "request 3: conforms, but no solution for this task" in text, text
+
+
+def test_share_modes_fixes_files_other_tools_wrote(tmp_path: Path) -> None:
+    """The HTML report and its assets are written by pytest-html with the process umask."""
+    from fixtures.atomic import share_modes
+
+    (tmp_path / "assets").mkdir(mode=0o700)
+    for path in (tmp_path / "report.html", tmp_path / "assets" / "style.css"):
+        path.write_text("x")
+        path.chmod(0o600)
+    share_modes(tmp_path / "report.html")
+    share_modes(tmp_path / "assets")
+    assert stat.S_IMODE((tmp_path / "report.html").stat().st_mode) == 0o644
+    assert stat.S_IMODE((tmp_path / "assets").stat().st_mode) == 0o755
+    assert stat.S_IMODE((tmp_path / "assets" / "style.css").stat().st_mode) == 0o644
