@@ -23,6 +23,7 @@ import os
 import socket
 import socketserver
 import threading
+import weakref
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -145,6 +146,9 @@ class _Handler(BaseHTTPRequestHandler):
     def _forward(self) -> None:
         gw = self.server.gateway
         body = self._body()
+        if gw.refusing:
+            self.send_error(503, "the harness stopped this request (a setup step timed out)")
+            return
         target = urlsplit(gw.target_url)
         headers = {k: v for k, v in self.headers.items() if k.lower() not in _HOP}
         if gw.token:
@@ -235,6 +239,7 @@ class OSWorldGateway:
         self.target_url = target_url.rstrip("/")
         self.token = token
         self.journal = Journal()
+        self.refusing = False  # set while a timed-out setup step is being stopped
         self._http = _HTTPServer(("127.0.0.1", 0), _Handler)
         self._http.gateway = self
         self._tcp: dict[str, _TCPForward] = {
@@ -244,6 +249,7 @@ class OSWorldGateway:
                          for name, srv in [("http", self._http), *self._tcp.items()]]
         for t in self._threads:
             t.start()
+        _GATEWAYS[self.url] = self
         log.info("OSWorld gateway %s -> %s", self.url, self.target_url)
 
     @property
@@ -296,5 +302,23 @@ def with_gateway(handle: Any, gateway: OSWorldGateway | None) -> tuple[Any, OSWo
                                osworld_ports=gateway.ports), gateway
 
 
-__all__ = ["Exchange", "GUEST_TCP_PORTS", "Journal", "OSWorldGateway", "peer_uid",
+_GATEWAYS: "weakref.WeakValueDictionary[str, OSWorldGateway]" = weakref.WeakValueDictionary()
+_OWNED: dict[tuple[str, str | None], OSWorldGateway] = {}
+_registry_lock = threading.Lock()
+
+
+def gateway_for(handle: Any) -> OSWorldGateway:
+    """The gateway behind ``handle.osworld_url`` (made by its provider); for a handle without one
+    (a provider that makes none), a gateway made here once per server and token."""
+    with _registry_lock:
+        if handle.osworld_url and (gw := _GATEWAYS.get(handle.osworld_url)) is not None:
+            return gw
+        key = (handle.url, handle.token)
+        if key not in _OWNED:
+            _OWNED[key] = OSWorldGateway(handle.url, handle.token,
+                                         tcp_targets_for(handle.url, handle.ports))
+        return _OWNED[key]
+
+
+__all__ = ["Exchange", "gateway_for", "GUEST_TCP_PORTS", "Journal", "OSWorldGateway", "peer_uid",
            "tcp_targets_for", "with_gateway"]

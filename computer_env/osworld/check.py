@@ -9,20 +9,19 @@ from computer_env.osworld.evaluate import EvalResult, evaluate
 from computer_env.osworld.settle import wait_until_settled
 from computer_env.osworld.setup import run_setup
 from computer_env.osworld.tasks import Task
-from computer_env.osworld.upstream import Backend
 
 logger = logging.getLogger(__name__)
 
 
 def check_task_unplayed(task: Task, ctx: TaskContext, *, setup: bool = True,
-                        backend: Backend = "auto") -> EvalResult:
+                        backend: str | None = None) -> EvalResult:
     """Run setup (unless ``setup=False``: already done), let the screen settle, then evaluate
     with an empty action history. A feasible task scoring > 0 here leaks reward."""
     if setup:
-        run_setup(task.config, ctx, backend=backend)
+        run_setup(task.config, ctx)
         wait_until_settled(ctx.client)
     ctx.action_history.clear()
-    result = evaluate(task, ctx, backend=backend)
+    result = evaluate(task, ctx)
     if result.score > 0 and not task.evaluator.is_infeasible:
         logger.warning("%s scores %s before anyone acted (reward leak)", task.case_id, result.score)
     return result

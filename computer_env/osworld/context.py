@@ -11,6 +11,7 @@ from urllib.parse import urlsplit
 
 if TYPE_CHECKING:  # the client module is imported lazily: it belongs to the desktop package
     from computer_env.desktop.client import DesktopClient
+    from computer_env.desktop.gateway import OSWorldGateway
     from computer_env.desktop.providers.base import DesktopHandle
 
 DEFAULT_CLIENT_PASSWORD = "password"
@@ -53,15 +54,30 @@ class TaskContext:
         return path
 
     @property
-    def is_upstream_vm(self) -> bool:
-        """True for an OSWorld VM server (no bearer token) rather than the local desktop."""
-        return self.handle.token is None
+    def embedded(self) -> bool:
+        """Is this desktop the project's own (local sandbox, guest-server container or a remote
+        server of this project: it wants a token), not OSWorld's Ubuntu VM image? Results on it
+        are comparable between runs, not with published OSWorld numbers."""
+        return self.handle.token is not None
 
     @property
-    def guest_address(self) -> tuple[str, int]:
-        """``(host, port)`` of the guest server as reachable from the host."""
-        parts = urlsplit(self.handle.url)
-        return parts.hostname or "127.0.0.1", parts.port or 5000
+    def gateway(self) -> OSWorldGateway:
+        """The host-side entrance OSWorld's code uses for this desktop (the provider's, or one
+        made here for a handle that has none, e.g. an OSWorld cloud VM)."""
+        from computer_env.desktop.gateway import gateway_for
+
+        return gateway_for(self.handle)
+
+    @property
+    def osworld_address(self) -> tuple[str, int]:
+        """``(vm_ip, server_port)`` as OSWorld's code is given them (the gateway, no token)."""
+        parts = urlsplit(self.gateway.url)
+        return parts.hostname or "127.0.0.1", parts.port or 80
+
+    @property
+    def osworld_ports(self) -> dict[str, int]:
+        """``server``, ``cdp`` and ``vlc`` ports of the gateway (127.0.0.1)."""
+        return self.gateway.ports
 
 
 def default_vars(

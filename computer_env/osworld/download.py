@@ -1,4 +1,14 @@
-"""Host-side download cache for setup ``download`` steps (content addressed by URL) and prefetch."""
+"""The shared download cache: every file a task needs from the internet (setup ``download`` steps
+and evaluator ``cloud_file`` gold files), addressed by URL, and prefetch.
+
+Layout: ``<cache>/downloads/<sha256(url)[:2]>/<sha256(url)>`` (the file's bytes; the hash is of
+the URL string as written in the task file). Nothing else is needed to use a cache: copy the
+``downloads`` folder to another machine (``rsync -a``, ``tar``) into its ``--cache-dir`` and the
+run there needs no internet for those files. Before OSWorld's ``SetupController`` or
+``cloud_file`` getter looks for a file in its per-task folder, the harness links it there from
+this cache (:func:`computer_env.osworld.setup.seed_downloads`,
+:func:`computer_env.osworld.shim.seed_cloud_files`).
+"""
 
 from __future__ import annotations
 
@@ -75,7 +85,23 @@ def download_urls(tasks: Iterable[Task]) -> list[str]:
                 url = str(item.get("url", "")) if isinstance(item, dict) else ""
                 if url and not is_local_url(url):
                     seen.setdefault(url)
+        for url in cloud_file_urls(task):
+            seen.setdefault(url)
     return list(seen)
+
+
+def cloud_file_urls(task: Task) -> list[str]:
+    """The URLs of a task's evaluator ``cloud_file`` getters (gold files OSWorld's getter
+    downloads at evaluation time)."""
+    urls: list[str] = []
+    for spec in task.evaluator.getter_specs():
+        if spec.get("type") != "cloud_file":
+            continue
+        paths = spec.get("path")
+        for url in paths if isinstance(paths, list) else [paths]:
+            if isinstance(url, str) and url and not is_local_url(url) and url not in urls:
+                urls.append(url)
+    return urls
 
 
 @dataclass(frozen=True)
@@ -121,6 +147,6 @@ def prefetch(
 
 
 __all__ = [
-    "PrefetchResult", "cache_path", "cached_fetch", "download_urls", "fetch", "prefetch",
-    "upstream_cache_name",
+    "PrefetchResult", "cache_path", "cached_fetch", "cloud_file_urls", "download_urls", "fetch",
+    "prefetch", "upstream_cache_name",
 ]

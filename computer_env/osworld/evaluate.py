@@ -6,9 +6,11 @@ whose last action is ``FAIL`` scores 0; 3. one metric is
 ``FileNotFoundError`` in the result getter scores 0; 4. lists combine with ``conj``: ``and`` (any
 0 gives 0, else the mean) or ``or`` (any 1 gives 1, else the max).
 
-Unlike upstream, a getter that fails because of the environment (desktop or Chrome unreachable,
-download failed) raises ``EvaluatorInfraError`` instead of scoring 0, and a getter or metric the
-backend lacks raises ``EvaluatorUnsupported`` (a skip).
+The getters and metrics are OSWorld's own (``desktop_env.evaluators``), on every provider.
+Unlike a plain OSWorld run, a getter that fails because of the environment (desktop or Chrome
+unreachable, a download failed) raises ``EvaluatorInfraError`` instead of scoring 0, and a getter
+or metric that is missing here or needs a module not installed here (OCR, audio, Google Drive)
+raises ``EvaluatorUnsupported`` before setup (a skip).
 """
 
 from __future__ import annotations
@@ -24,14 +26,15 @@ from computer_env.errors import EvaluatorInfraError, InfraError
 from computer_env.osworld.context import TaskContext, substitute
 from computer_env.osworld.errors import EvaluatorUnsupported, Unsupported
 from computer_env.osworld.setup import SetupReport, run_setup
-from computer_env.osworld.setup_steps import STEPS
-from computer_env.osworld.shim import EvalEnv
+from computer_env.osworld.shim import EvalEnv, check_cdp, seed_cloud_files
 from computer_env.osworld.tasks import Task
 from computer_env.osworld.upstream import (
-    Backend,
+    MissingDependency,
+    absent_dependencies,
+    missing_reason,
     upstream_getters,
     upstream_metrics,
-    use_upstream,
+    upstream_setup_module,
 )
 
 logger = logging.getLogger(__name__)
@@ -60,7 +63,7 @@ class EvalResult(BaseModel):
     score: float
     detail: list[MetricDetail] = Field(default_factory=list)
     reason: str = ""
-    backend: str = "builtin"
+    backend: str = "osworld"
     postconfig: SetupReport | None = None
     seconds: float = 0.0
 
@@ -75,56 +78,73 @@ def preview(value: Any, limit: int = PREVIEW_CHARS) -> str:
 class _Resolved:
     metrics: list[Any]
     getters: dict[str, Any]
-    upstream: bool
 
 
-def _lookup_metric(name: str, upstream: bool) -> Any:
-    if upstream:
-        fn = getattr(upstream_metrics(), name, None)
-    else:
-        from computer_env.osworld.metrics import METRICS
-
-        fn = METRICS.get(name)
+def _lookup_metric(name: str) -> Any:
+    fn = getattr(upstream_metrics(), name, None)
     if fn is None:
-        where = "OSWorld's metrics" if upstream else "the built-in metrics"
-        raise EvaluatorUnsupported(f"metric {name!r}", f"not in {where}")
+        raise EvaluatorUnsupported(f"metric {name!r}", "not in OSWorld's metrics")
+    if absent := absent_dependencies(fn):
+        raise EvaluatorUnsupported(f"metric {name!r}", missing_reason(absent))
     return fn
 
 
-def _lookup_getter(kind: str, upstream: bool) -> Any:
-    if upstream:
-        fn = getattr(upstream_getters(), f"get_{kind}", None)
-    else:
-        from computer_env.osworld.getters import GETTERS
-
-        fn = GETTERS.get(kind)
+def _lookup_getter(kind: str) -> Any:
+    fn = getattr(upstream_getters(), f"get_{kind}", None)
     if fn is None:
-        where = "OSWorld's getters" if upstream else "the built-in getters"
-        raise EvaluatorUnsupported(f"getter {kind!r}", f"not in {where}")
+        raise EvaluatorUnsupported(f"getter {kind!r}", "not in OSWorld's getters")
+    if absent := absent_dependencies(fn):
+        raise EvaluatorUnsupported(f"getter {kind!r}", missing_reason(absent))
     return fn
 
 
-def ensure_supported(task: Task, ctx: TaskContext, *, backend: Backend = "auto") -> None:
+CHROME_A11Y_GETTERS: frozenset[str] = frozenset({
+    "active_tab_info", "active_url_from_accessTree", "active_tab_html_parse",
+    "active_tab_url_parse", "url_dashPart", "macys_product_url_parse"})
+"""OSWorld getters that read the active tab's URL from the accessibility tree of an application
+named "Google Chrome" (on x86). The embedded desktop's browser is Chromium, whose tree carries
+its own name, so these getters would answer None there: a skip, not a 0."""
+
+
+def _check_embedded(task: Task, ctx: TaskContext | None) -> None:
+    if ctx is None or not ctx.embedded:
+        return
+    for spec in task.evaluator.getter_specs():
+        if spec.get("type") in CHROME_A11Y_GETTERS:
+            raise EvaluatorUnsupported(
+                f"getter {spec['type']!r}", "OSWorld finds the active tab in the accessibility "
+                "tree of 'Google Chrome'; the embedded desktop runs Chromium (OSWorld's VM image "
+                "is needed)")
+
+
+def ensure_supported(task: Task, ctx: TaskContext | None = None, *,
+                     backend: str | None = None) -> None:
     """Raise ``SetupUnsupported``/``EvaluatorUnsupported`` now if a step, getter or metric of the
-    task cannot run with the backend in use (call before setup to skip early)."""
+    task cannot run here (call before setup to skip early); with ``ctx``, also what cannot work
+    on its desktop. ``backend`` is ignored (kept for callers)."""
     from computer_env.osworld.errors import SetupUnsupported
+    from computer_env.osworld.setup import UNSUPPORTED_STEPS
 
-    upstream = use_upstream(backend, upstream_vm=ctx.is_upstream_vm)
-    if not upstream:
-        for step in task.all_steps():
-            if step.type not in STEPS:
-                raise SetupUnsupported(step.type, "the built-in setup has no such step")
-    _resolve(task, upstream)
+    controller_cls = upstream_setup_module().SetupController
+    for step in task.all_steps():
+        if step.type in UNSUPPORTED_STEPS:
+            raise SetupUnsupported(step.type, UNSUPPORTED_STEPS[step.type])
+        fn = getattr(controller_cls, f"_{step.type}_setup", None)
+        if fn is None:
+            raise SetupUnsupported(step.type, "OSWorld's SetupController has no such step")
+        if absent := absent_dependencies(fn):
+            raise SetupUnsupported(step.type, missing_reason(absent))
+    _resolve(task)
+    _check_embedded(task, ctx)
 
 
-def _resolve(task: Task, upstream: bool) -> _Resolved:
+def _resolve(task: Task) -> _Resolved:
     ev = task.evaluator
     if ev.is_infeasible:
-        return _Resolved([], {}, upstream)
-    metrics = [_lookup_metric(name, upstream) for name in ev.funcs]
-    getters = {s["type"]: _lookup_getter(s["type"], upstream) for s in ev.getter_specs()
-               if "type" in s}
-    return _Resolved(metrics, getters, upstream)
+        return _Resolved([], {})
+    metrics = [_lookup_metric(name) for name in ev.funcs]
+    getters = {s["type"]: _lookup_getter(s["type"]) for s in ev.getter_specs() if "type" in s}
+    return _Resolved(metrics, getters)
 
 
 def _aligned(value: Any, n: int, listed: bool) -> list[Any]:
@@ -143,15 +163,26 @@ def _env_failure(name: str, exc: BaseException) -> EvaluatorInfraError:
 
 
 def _get(resolved: _Resolved, env: EvalEnv, spec: dict[str, Any], role: str) -> Any:
-    """Run one getter; FileNotFoundError passes through, Unsupported too, anything else is an
-    evaluator infra error (the environment's or the evaluator's fault, never the model's)."""
-    name = f"{role} getter {spec.get('type')!r}"
+    """Run one OSWorld getter. FileNotFoundError and Unsupported pass through; a module not
+    installed here is a skip; a None from a dead desktop, an unreachable Chrome or a failed
+    download is an evaluator infra error (never the model's 0)."""
+    kind = spec.get("type")
+    name = f"{role} getter {kind!r}"
     try:
-        return resolved.getters[spec["type"]](env, spec)
+        if kind == "cloud_file":
+            seed_cloud_files(env, spec)
+        getter = resolved.getters[spec["type"]]
+        check_cdp(env, getter)
+        value = getter(env, spec)
+    except MissingDependency as exc:
+        raise EvaluatorUnsupported(name, str(exc)) from exc
     except (FileNotFoundError, Unsupported, EvaluatorInfraError):
         raise
     except Exception as exc:  # noqa: BLE001
         raise _env_failure(name, exc) from exc
+    if value is None:
+        env.controller.confirm_alive(f"run the {name}")
+    return value
 
 
 def _score_one(resolved: _Resolved, env: EvalEnv, idx: int, func: str, result_spec: Any,
@@ -192,17 +223,17 @@ def _last_is_fail(history: list[Any]) -> bool:
     return last == "FAIL" or (isinstance(last, dict) and last.get("action_type") == "FAIL")
 
 
-def evaluate(task: Task, ctx: TaskContext, *, backend: Backend = "auto") -> EvalResult:
-    """Score ``task`` on the desktop in ``ctx`` (see the module docstring for the semantics)."""
+def evaluate(task: Task, ctx: TaskContext, *, backend: str | None = None) -> EvalResult:
+    """Score ``task`` on the desktop in ``ctx`` (see the module docstring for the semantics);
+    ``backend`` is accepted for compatibility and ignored (OSWorld's code always scores)."""
+    del backend
     t0 = time.monotonic()
     if ctx.task_id is None:
         ctx.task_id = task.id
-    upstream = use_upstream(backend, upstream_vm=ctx.is_upstream_vm)
-    resolved = _resolve(task, upstream)
-    name = "upstream" if upstream else "builtin"
+    resolved = _resolve(task)
+    name = "osworld"
     ev = task.evaluator
-    post = run_setup(ev.postconfig, ctx, backend=backend, phase="postconfig") \
-        if ev.postconfig else None
+    post = run_setup(ev.postconfig, ctx, phase="postconfig") if ev.postconfig else None
 
     def done(score: float, reason: str, detail: list[MetricDetail] | None = None) -> EvalResult:
         return EvalResult(score=float(score), detail=detail or [], reason=reason, backend=name,
@@ -217,7 +248,7 @@ def evaluate(task: Task, ctx: TaskContext, *, backend: Backend = "auto") -> Eval
     if _last_is_fail(ctx.action_history):
         return done(0.0, "the agent declared a feasible task infeasible (last action FAIL)")
 
-    env = EvalEnv(task, ctx, upstream=upstream)
+    env = EvalEnv(task, ctx)
     data = substitute(ev.model_dump(include={"result", "expected", "options"}), ctx.vars)
     funcs = ev.funcs
     listed = isinstance(ev.func, list)

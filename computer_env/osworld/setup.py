@@ -1,27 +1,45 @@
-"""Running a task's setup (or postconfig) steps: OSWorld's ``SetupController`` on an OSWorld VM
-when ``desktop_env`` is importable, else the built-in steps in :mod:`setup_steps`."""
+"""Running a task's setup (or postconfig) steps with OSWorld's own ``SetupController``, on every
+provider, through the desktop's gateway (``osworld_url``).
+
+OSWorld's controller only logs many failures (a command that exits non-zero, a launch or window
+request the server refused) and carries on. Here each step runs on its own and is then checked
+against what the desktop answered (the gateway's journal of HTTP exchanges), so that in the
+``config`` phase a failed step is a ``SetupError`` (unscored), never silently passed over. In
+the ``postconfig`` phase (part of evaluation, after the agent) OSWorld's lenient behaviour is
+kept — the agent may have closed the window a postconfig step activates — and the problems are
+recorded in the report.
+"""
 
 from __future__ import annotations
 
-import inspect
 import logging
 import os
 import shutil
+import threading
 import time
 from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel, Field
 
+from computer_env.desktop.gateway import Exchange
 from computer_env.errors import InfraError, SetupError, VMUnreachable
 from computer_env.osworld.context import TaskContext, substitute
-from computer_env.osworld.download import cache_path, upstream_cache_name
+from computer_env.osworld.download import cache_path, cached_fetch, upstream_cache_name
 from computer_env.osworld.errors import SetupUnsupported, Unsupported
-from computer_env.osworld.setup_steps import STEPS, apply_proxy
+from computer_env.osworld.setup_steps import apply_proxy, confine_step, is_host_local_url
 from computer_env.osworld.tasks import SetupStep
-from computer_env.osworld.upstream import Backend, upstream_setup_module, use_upstream
+from computer_env.osworld.upstream import MissingDependency, upstream_setup_module
 
 logger = logging.getLogger(__name__)
+
+STEP_TIMEOUT_S = 900.0
+UNTIL_TIMEOUT_S = 180.0
+UNSUPPORTED_STEPS: dict[str, str] = {
+    "tidy_desktop": "OSWorld's SetupController does not implement it",
+    "act": "OSWorld's SetupController does not implement it",
+    "replay": "OSWorld's SetupController does not implement it",
+}
 
 
 class StepTiming(BaseModel):
@@ -30,14 +48,15 @@ class StepTiming(BaseModel):
     index: int
     type: str
     seconds: float
-    backend: str
+    backend: str = "osworld"
+    problem: str | None = None
 
 
 class SetupReport(BaseModel):
-    """Per-step timings of one :func:`run_setup` call."""
+    """Per-step timings of one :func:`run_setup` call (problems of lenient postconfig steps)."""
 
     phase: str = "config"
-    backend: str = "builtin"
+    backend: str = "osworld"
     steps: list[StepTiming] = Field(default_factory=list)
     total_s: float = 0.0
 
@@ -54,8 +73,7 @@ def _is_connection_error(exc: BaseException) -> bool:
         seen.add(id(cur))
         if isinstance(cur, VMUnreachable):
             return True
-        name = type(cur).__name__
-        module = type(cur).__module__
+        name, module = type(cur).__name__, type(cur).__module__
         if module.startswith(("requests", "urllib3", "httpx")) and name in (
             "ConnectionError", "ConnectTimeout", "ConnectError", "NewConnectionError",
             "MaxRetryError",
@@ -72,81 +90,165 @@ def _alive(ctx: TaskContext) -> bool:
         return False
 
 
-# ------------------------------------------------------------------------------ upstream
-
-def _filter_kwargs(fn: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
-    params = inspect.signature(fn).parameters
-    if any(p.kind is p.VAR_KEYWORD for p in params.values()):
-        return kwargs
-    return {k: v for k, v in kwargs.items() if k in params}
-
-
 def upstream_setup_controller(ctx: TaskContext) -> Any:
-    """OSWorld's ``SetupController`` for this desktop (its cache is the per-task folder)."""
+    """OSWorld's ``SetupController`` for this desktop: the gateway's address and ports, the
+    per-task cache folder, OSWorld's placeholders."""
     cls = upstream_setup_module().SetupController
-    host, port = ctx.guest_address
-    kwargs = {
-        "vm_ip": host, "server_port": port,
-        "chromium_port": ctx.handle.ports.get("cdp", 9222),
-        "vlc_port": ctx.handle.ports.get("vlc", 8080),
-        "cache_dir": str(ctx.task_cache_dir),
-        "client_password": ctx.vars.get("CLIENT_PASSWORD", "password"),
-        "screen_width": ctx.screen[0], "screen_height": ctx.screen[1],
-    }
-    return cls(**_filter_kwargs(cls.__init__, kwargs))
+    host, port = ctx.osworld_address
+    ports = ctx.osworld_ports
+    return cls(vm_ip=host, server_port=port, chromium_port=ports.get("cdp", 9222),
+               vlc_port=ports.get("vlc", 8080), cache_dir=str(ctx.task_cache_dir),
+               client_password=ctx.vars.get("CLIENT_PASSWORD", "password"),
+               screen_width=ctx.screen[0], screen_height=ctx.screen[1])
 
 
-def _seed_upstream_cache(ctx: TaskContext, step: SetupStep) -> None:
-    """Put prefetched downloads where OSWorld's controller looks, so it does not refetch."""
-    if step.type != "download":
-        return
+def seed_downloads(ctx: TaskContext, step: SetupStep) -> None:
+    """Put a download step's files where OSWorld's controller looks first (its per-task cache),
+    from the shared download cache, fetching into that cache when missing (a failure is a
+    ``NetworkError``, unscored). Files of host-local URLs (the built-in asset server) are left to
+    OSWorld's controller."""
     for item in step.parameters.get("files", []):
         url, path = item.get("url", ""), item.get("path", "")
-        src = cache_path(ctx.download_cache_dir, url)
+        if not url or not path or is_host_local_url(ctx, url):
+            continue
         dest = ctx.task_cache_dir / upstream_cache_name(url, path)
-        if src.is_file() and not dest.exists():
-            try:
-                os.link(src, dest)
-            except OSError:
-                shutil.copyfile(src, dest)
+        if dest.exists():
+            continue
+        src = cache_path(ctx.download_cache_dir, url)
+        if not src.is_file():
+            src = cached_fetch(ctx.download_cache_dir, url)
+        try:
+            os.link(src, dest)
+        except OSError:
+            shutil.copyfile(src, dest)
 
 
-def _run_upstream_step(controller: Any, ctx: TaskContext, step: SetupStep) -> None:
+def _until_met(until: dict[str, Any], resp: dict[str, Any]) -> bool:
+    return ("returncode" in until and resp.get("returncode") == until["returncode"]
+            or "stdout" in until and until["stdout"] in (resp.get("output") or "")
+            or "stderr" in until and until["stderr"] in (resp.get("error") or ""))
+
+
+def step_problem(step: SetupStep, exchanges: list[Exchange]) -> str | None:
+    """What went wrong in a step OSWorld's controller only logs, from the desktop's answers;
+    None when it went right."""
+    for ex in exchanges:
+        if ex.status == 502:
+            raise VMUnreachable(f"the desktop server did not answer {ex.method} {ex.path}: "
+                                f"{(ex.response or {}).get('error', '')}")
+    routes = {"execute": "/setup/execute", "command": "/setup/execute",
+              "launch": "/setup/launch", "activate_window": "/setup/activate_window",
+              "close_window": "/setup/close_window", "change_wallpaper": "/setup/change_wallpaper"}
+    route = routes.get(step.type)
+    if route is None:
+        return None
+    mine = [ex for ex in exchanges if ex.path == route]
+    if not mine:
+        return f"OSWorld's controller sent no {route} request"
+    last = mine[-1]
+    message = (last.response or {}).get("message") or (last.response or {}).get("error") or ""
+    if last.status != 200:
+        return f"{route} answered {last.status}: {str(message)[:300]}"
+    if (last.response or {}).get("status") == "not_found":  # this project's server says so
+        return str(message or "no such window")
+    if route == "/setup/execute":
+        resp = last.response or {}
+        until = step.parameters.get("until") or {}
+        if until:
+            return None if _until_met(until, resp) else (
+                f"the command never satisfied {until} ({len(mine)} tries; last exit "
+                f"{resp.get('returncode')})")
+        if resp.get("returncode") not in (0, None):
+            err = (resp.get("error") or resp.get("output") or "").strip()
+            return f"the command exited {resp.get('returncode')}: {err[-300:]}"
+    return None
+
+
+def step_deadline(step: SetupStep) -> float:
+    """How long one step may take: OSWorld's ``open`` waits up to 1800 s for its window; an
+    ``execute`` with ``until`` is repeated by OSWorld's controller without end while the command
+    runs, so it gets :data:`UNTIL_TIMEOUT_S`; anything else :data:`STEP_TIMEOUT_S`."""
+    if step.type == "open":
+        return 1900.0
+    if step.type in ("execute", "command") and step.parameters.get("until"):
+        return UNTIL_TIMEOUT_S
+    if step.type == "sleep":
+        return float(step.parameters.get("seconds", 0) or 0) + STEP_TIMEOUT_S
+    return STEP_TIMEOUT_S
+
+
+def _with_deadline(call: Any, seconds: float, gateway: Any, what: str) -> Any:
+    """Run OSWorld's ``call`` in a thread; past ``seconds`` the gateway refuses its requests
+    (OSWorld's loops end after a few refused answers) and the step is a ``SetupError``."""
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = call()
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
+            box["error"] = exc
+
+    worker = threading.Thread(target=target, name=f"setup-{what}", daemon=True)
+    worker.start()
+    worker.join(seconds)
+    if worker.is_alive():
+        gateway.refusing = True
+        try:
+            worker.join(60.0)
+        finally:
+            gateway.refusing = False
+        raise SetupError(f"setup step {what!r} did not finish within {seconds:g} s "
+                         "(OSWorld's controller kept waiting for its condition)")
+    if "error" in box:
+        if isinstance(box["error"], MissingDependency):
+            raise SetupUnsupported(what, str(box["error"])) from box["error"]
+        raise box["error"]
+    return box.get("value")
+
+
+def _run_step(controller: Any, ctx: TaskContext, step: SetupStep) -> str | None:
+    if step.type in UNSUPPORTED_STEPS:
+        raise SetupUnsupported(step.type, UNSUPPORTED_STEPS[step.type])
     if not hasattr(controller, f"_{step.type}_setup"):
         raise SetupUnsupported(step.type, "OSWorld's SetupController has no such step")
-    _seed_upstream_cache(ctx, step)
+    if step.type == "download":
+        seed_downloads(ctx, step)
+    gateway = ctx.gateway
+    mark = gateway.journal.mark()
     cfg = [{"type": step.type, "parameters": step.parameters}]
-    setup = controller.setup
-    ok = setup(cfg, False) if "use_proxy" in inspect.signature(setup).parameters else setup(cfg)
+    ok = _with_deadline(lambda: controller.setup(cfg, False), step_deadline(step), gateway,
+                        step.type)
     if ok is False:
-        raise VMUnreachable(f"the OSWorld VM server at {ctx.handle.url} is not ready")
+        raise VMUnreachable(f"OSWorld's SetupController could not reach {ctx.gateway.url} "
+                            f"(the desktop at {ctx.handle.url})")
+    return step_problem(step, gateway.journal.since(mark))
 
-
-# ------------------------------------------------------------------------------- run_setup
 
 def run_setup(
     steps: Sequence[SetupStep | dict[str, Any]],
     ctx: TaskContext,
     *,
-    backend: Backend = "auto",
     phase: str = "config",
+    backend: str | None = None,
 ) -> SetupReport:
-    """Run steps in order after substituting ``ctx.vars`` and applying ``ctx.proxy``.
+    """Run steps in order with OSWorld's ``SetupController`` after substituting ``ctx.vars``,
+    checking paths (:func:`confine_step`) and applying ``ctx.proxy``.
 
-    Raises ``SetupUnsupported`` for a step this implementation cannot run (a skip),
-    ``SetupError`` naming the step index and type when a step fails, and ``VMUnreachable``
-    when the desktop server cannot be reached.
+    Raises ``SetupUnsupported`` for a step that cannot run here (a skip), ``SetupError`` naming
+    the step index and type when a step fails (in the config phase: also a non-zero exit, a
+    refused launch, a missing window), and ``VMUnreachable`` when the desktop cannot be
+    reached. ``backend`` is accepted for compatibility and ignored: OSWorld's code runs.
     """
-    upstream = use_upstream(backend, upstream_vm=ctx.is_upstream_vm)
+    del backend
     parsed = [_as_step(s) for s in steps]
-    name = "upstream" if upstream else "builtin"
-    if not upstream:
-        for step in parsed:
-            if step.type not in STEPS:
-                raise SetupUnsupported(step.type, "the built-in setup has no such step "
-                                       "(pass --osworld-root to use OSWorld's own)")
-    controller = upstream_setup_controller(ctx) if upstream and parsed else None
-    report = SetupReport(phase=phase, backend=name)
+    report = SetupReport(phase=phase)
+    if not parsed:
+        return report
+    for step in parsed:
+        if step.type in UNSUPPORTED_STEPS:
+            raise SetupUnsupported(step.type, UNSUPPORTED_STEPS[step.type])
+    controller = upstream_setup_controller(ctx)
+    strict = phase == "config"
     t_all = time.monotonic()
     for index, raw in enumerate(parsed):
         params = substitute(raw.parameters, ctx.vars)
@@ -155,13 +257,9 @@ def run_setup(
         t0 = time.monotonic()
         logger.info("%s step %d/%d: %s", phase, index + 1, len(parsed), step.type)
         try:
-            if controller is not None:
-                _run_upstream_step(controller, ctx, step)
-            else:
-                STEPS[step.type](ctx, **params)
-        except (Unsupported, VMUnreachable):
-            raise
-        except SetupError:
+            confine_step(ctx, step)
+            problem = _run_step(controller, ctx, step)
+        except (Unsupported, VMUnreachable, SetupError):
             raise
         except Exception as exc:  # noqa: BLE001 - every failure is mapped to an infra error
             if _is_connection_error(exc) or not _alive(ctx):
@@ -170,10 +268,17 @@ def run_setup(
             kind = "infra" if isinstance(exc, InfraError) else type(exc).__name__
             raise SetupError(f"{phase} step {index} ({step.type}) failed: {kind}: {exc}",
                              detail=repr(params)[:500]) from exc
-        report.steps.append(StepTiming(index=index, type=step.type,
-                                       seconds=round(time.monotonic() - t0, 3), backend=name))
+        if problem is not None:
+            if strict:
+                raise SetupError(f"{phase} step {index} ({step.type}) failed: {problem}",
+                                 detail=repr(params)[:500])
+            logger.info("%s step %d (%s): %s (kept going, as OSWorld)", phase, index,
+                        step.type, problem)
+        report.steps.append(StepTiming(index=index, type=step.type, problem=problem,
+                                       seconds=round(time.monotonic() - t0, 3)))
     report.total_s = round(time.monotonic() - t_all, 3)
     return report
 
 
-__all__ = ["SetupReport", "StepTiming", "run_setup", "upstream_setup_controller"]
+__all__ = ["SetupReport", "StepTiming", "UNSUPPORTED_STEPS", "run_setup", "seed_downloads",
+           "step_problem", "upstream_setup_controller"]

@@ -1,124 +1,131 @@
-"""What getters see as ``env``: a small stand-in for OSWorld's ``DesktopEnv``.
+"""What OSWorld's getters see as ``env``: the attributes of OSWorld's ``DesktopEnv`` they read,
+pointed at the desktop's gateway (``osworld_url``), with infra-awareness around OSWorld's own
+``PythonController``.
 
 OSWorld's getters read ``env.controller`` (a ``PythonController``), ``env.vm_ip``,
 ``env.server_port``, ``env.chromium_port``, ``env.vlc_port``, ``env.cache_dir``,
-``env.action_history``, ``env.setup_controller`` and a few more; the built-in getters use the
-same object (plus ``env.client`` and ``env.ctx``). Unlike upstream's controller, a controller
-call that cannot reach the desktop raises ``EvaluatorInfraError`` instead of returning None
-(which upstream turns into a false 0).
+``env.action_history``, ``env.setup_controller`` and a few more. Where OSWorld's controller
+answers None (its way of saying "failed"), :class:`InfraAwareController` asks whether the
+desktop server is alive: a dead desktop is an ``EvaluatorInfraError`` (unscored), a live one
+keeps OSWorld's None (e.g. a file the agent never created).
 """
 
 from __future__ import annotations
 
 import functools
 import logging
+import os
+import shutil
 from typing import Any
 
-from computer_env.errors import EvaluatorInfraError, VMUnreachable
+import httpx
+
+from computer_env.errors import EvaluatorInfraError
+from computer_env.osworld.confine import asset_hosts, check_download_url, confined
 from computer_env.osworld.context import TaskContext
+from computer_env.osworld.download import cached_fetch
 from computer_env.osworld.tasks import Task
+from computer_env.osworld.upstream import upstream_python_controller
 
 logger = logging.getLogger(__name__)
 
-_PREFIX = "import pyautogui; import time; pyautogui.FAILSAFE = False; {command}"
+CONTROLLER_RETRY_INTERVAL_S = 1.0
+"""OSWorld's controller waits 5 s between its 3 tries; a missing file (a normal answer) then
+costs 15 s per getter. Here 1 s: results are the same, a dead desktop is told apart by a ping."""
 
 
-def _infra(what: str, exc: Exception) -> EvaluatorInfraError:
-    return EvaluatorInfraError(f"evaluator could not {what}: {exc}")
-
-
-class ShimController:
-    """The ``PythonController`` methods getters call, on a ``DesktopClient``."""
+class InfraAwareController:
+    """OSWorld's ``PythonController`` at the gateway; a None answer from a dead desktop raises
+    ``EvaluatorInfraError``. Every attribute is OSWorld's."""
 
     def __init__(self, ctx: TaskContext) -> None:
+        host, port = ctx.osworld_address
         self._ctx = ctx
-        self.vm_ip, self.server_port = ctx.guest_address
-        self.http_server = ctx.handle.url.rstrip("/")
-        self.pkgs_prefix = _PREFIX
+        self._inner = upstream_python_controller()(vm_ip=host, server_port=port)
+        self._inner.retry_interval = CONTROLLER_RETRY_INTERVAL_S
 
-    @property
-    def _client(self) -> Any:
-        return self._ctx.client
-
-    def _call(self, what: str, fn: Any, *args: Any, **kw: Any) -> Any:
-        from computer_env.desktop.client import DesktopRequestError
-
+    def confirm_alive(self, what: str) -> None:
+        """Raise ``EvaluatorInfraError`` unless the desktop server answers."""
         try:
-            return fn(*args, **kw)
-        except VMUnreachable as exc:
-            raise _infra(what, exc) from exc
-        except DesktopRequestError as exc:
-            self._confirm_alive(what)
-            logger.warning("controller %s: server answered %s", what, exc)
-            return None
-
-    def _confirm_alive(self, what: str) -> None:
-        """A negative answer (404, error) only counts when the desktop server is demonstrably
-        alive: a dead VM's address may be answered by something else on the network."""
-        if not self._client.ping():
+            alive = bool(self._ctx.client.ping())
+        except Exception:  # noqa: BLE001 - a failing ping means not alive
+            alive = False
+        if not alive:
             raise EvaluatorInfraError(f"evaluator could not {what}: the desktop server at "
-                                      f"{self.http_server} does not answer")
+                                      f"{self._ctx.handle.url} does not answer")
 
-    def get_file(self, file_path: str) -> bytes | None:
-        """A guest file's bytes; None when it does not exist (on a live server)."""
-        data = self._call(f"read {file_path}", self._client.read_file, file_path)
-        if data is None:
-            self._confirm_alive(f"read {file_path}")
-        return data
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self._inner, name)
+        if not callable(value) or name.startswith("_"):
+            return value
 
-    def get_screenshot(self) -> bytes | None:
-        return self._call("take a screenshot", self._client.screenshot)
+        @functools.wraps(value)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            result = value(*args, **kwargs)
+            if result is None:
+                self.confirm_alive(f"call the controller's {name}")
+            return result
 
-    def get_accessibility_tree(self) -> str | None:
-        return self._call("read the accessibility tree", self._client.accessibility_tree)
+        return call
 
-    def get_terminal_output(self) -> str | None:
-        return self._call("read the terminal", self._client.terminal_output)
 
-    def get_vm_platform(self) -> str | None:
-        return self._call("read the platform", self._client.platform)
+def seed_cloud_files(env: EvalEnv, spec: dict[str, Any]) -> None:
+    """Put a ``cloud_file`` getter's files where OSWorld's getter looks first
+    (``env.cache_dir/dest``), from the shared download cache (fetched into it when missing; a
+    failure is a ``NetworkError``, unscored). URLs and names are confined first."""
+    paths, dests = spec.get("path"), spec.get("dest")
+    if not spec.get("multi", False):
+        paths, dests = [paths], [dests]
+    ctx = env.ctx
+    for url, dest in zip(paths or [], dests or [], strict=False):
+        if not isinstance(url, str) or not isinstance(dest, str):
+            continue
+        check_download_url(url, allow_hosts=asset_hosts(ctx.vars))
+        local = confined(env.cache_dir, dest)
+        if local.exists():
+            continue
+        src = cached_fetch(ctx.download_cache_dir, url)
+        try:
+            os.link(src, local)
+        except OSError:
+            shutil.copyfile(src, local)
 
-    def get_vm_machine(self) -> str | None:
-        res = self.execute_python_command("import platform; print(platform.machine())")
-        return (res or {}).get("output", "").strip() or None
 
-    def get_vm_screen_size(self) -> dict[str, int] | None:
-        size = self._call("read the screen size", self._client.screen_size)
-        return {"width": size[0], "height": size[1]} if size else None
+def _uses_cdp(getter: Any) -> bool:
+    code = getattr(getter, "__code__", None)
+    return code is not None and "chromium_port" in code.co_names
 
-    def get_vm_directory_tree(self, path: str) -> dict | None:
-        return self._call(f"list {path}", self._client.list_directory, path)
 
-    def get_vm_desktop_path(self) -> str | None:
-        res = self._call("find the desktop path", self._client.execute,
-                         "echo $HOME/Desktop", shell=True)
-        return res.output.strip() if res is not None else None
-
-    def execute_python_command(self, command: str) -> dict[str, Any] | None:
-        res = self._call("run a python command", self._client.execute,
-                         ["python3", "-c", self.pkgs_prefix.format(command=command)])
-        return res.model_dump() if res is not None else None
-
-    def run_python_script(self, script: str) -> dict[str, Any] | None:
-        return self._call("run a python script", self._client.run_python, script)
-
-    def run_bash_script(self, script: str, timeout: int = 30,
-                        working_dir: str | None = None) -> dict[str, Any] | None:
-        return self._call("run a bash script", self._client.run_bash_script, script,
-                          timeout=timeout, working_dir=working_dir)
+def check_cdp(env: EvalEnv, getter: Any) -> None:
+    """Before an OSWorld getter that connects to Chrome's DevTools: if the port does not answer
+    while Chrome runs in the desktop, that is the environment's failure (OSWorld's getter would
+    return an empty answer and score 0). Without Chrome running, OSWorld's getter runs as is."""
+    if not _uses_cdp(getter):
+        return
+    url = f"http://{env.vm_ip}:{env.chromium_port}/json/version"
+    try:
+        if httpx.get(url, timeout=5.0).status_code == 200:
+            return
+    except httpx.HTTPError:
+        pass
+    res = env.ctx.client.execute(["pgrep", "-f", "remote-debugging-port"], timeout=15)
+    if res.returncode == 0:
+        raise EvaluatorInfraError("Chrome runs in the desktop but its DevTools port does not "
+                                  f"answer at {url} (the task's socat forward is missing?)")
 
 
 class EvalEnv:
-    """The ``env`` passed to getters (upstream's and the built-in ones)."""
+    """The ``env`` passed to OSWorld's getters."""
 
-    def __init__(self, task: Task, ctx: TaskContext, *, upstream: bool) -> None:
+    def __init__(self, task: Task, ctx: TaskContext, **_: Any) -> None:
         self.ctx = ctx
         self.client = ctx.client
         self.task = task
-        self.controller = ShimController(ctx)
-        self.vm_ip, self.server_port = ctx.guest_address
-        self.chromium_port: int = ctx.handle.ports.get("cdp", 9222)
-        self.vlc_port: int = ctx.handle.ports.get("vlc", 8080)
+        self.controller = InfraAwareController(ctx)
+        self.vm_ip, self.server_port = ctx.osworld_address
+        ports = ctx.osworld_ports
+        self.chromium_port: int = ports.get("cdp", 9222)
+        self.vlc_port: int = ports.get("vlc", 8080)
         self.vnc_port: int = ctx.handle.ports.get("vnc", 8006)
         self.cache_dir: str = str(ctx.task_cache_dir)
         self.cache_dir_base: str = str(ctx.cache_dir)
@@ -132,13 +139,10 @@ class EvalEnv:
         self.config: list[dict[str, Any]] = [s.model_dump() for s in task.config]
         self.evaluator: dict[str, Any] = task.evaluator.model_dump(exclude_none=True)
         self.os_type: str = "Ubuntu"
-        self._upstream = upstream
 
     @functools.cached_property
     def setup_controller(self) -> Any:
-        """OSWorld's ``SetupController`` (upstream backend only; some getters call it)."""
-        if not self._upstream:
-            raise AttributeError("setup_controller exists only with OSWorld's desktop_env")
+        """OSWorld's ``SetupController`` for this desktop (some getters call it)."""
         from computer_env.osworld.setup import upstream_setup_controller
 
         return upstream_setup_controller(self.ctx)
@@ -156,4 +160,5 @@ class EvalEnv:
         return self.controller.get_vm_screen_size()
 
 
-__all__ = ["EvalEnv", "ShimController"]
+__all__ = ["CONTROLLER_RETRY_INTERVAL_S", "EvalEnv", "InfraAwareController", "check_cdp",
+           "seed_cloud_files"]

@@ -49,6 +49,62 @@ def execute() -> Response | tuple[Response, int]:
     )
 
 
+def _verified(verification: dict[str, Any]) -> bool:
+    """OSWorld's checks: ``window_exists`` (a title containing it, any case) and
+    ``command_success`` (a shell command exiting 0 within 5 s)."""
+    from computer_env.desktop.server.windows import list_windows
+
+    if "window_exists" in verification:
+        wanted = str(verification["window_exists"]).lower()
+        try:
+            if not any(wanted in w.title.lower() for w in list_windows()):
+                return False
+        except Exception:  # noqa: BLE001 - as OSWorld: a failed check is "not yet"
+            return False
+    if "command_success" in verification:
+        try:
+            res = state().procs.run(str(verification["command_success"]), shell=True, timeout=5)
+        except (subprocess.TimeoutExpired, OSError):
+            return False
+        if res.returncode != 0:
+            return False
+    return True
+
+
+@bp.post("/execute_with_verification")
+@bp.post("/setup/execute_with_verification")
+def execute_with_verification() -> Response | tuple[Response, int]:
+    """OSWorld: run ``command``, then poll ``verification`` (``window_exists``,
+    ``command_success``) every ``check_interval`` s for up to ``max_wait_time`` s; 500 with
+    ``status: verification_failed`` when it never holds."""
+    import time
+
+    data = body()
+    command, shell = field_command(data)
+    verification = data.get("verification") or {}
+    if not isinstance(verification, dict):
+        return error_response(400, "field 'verification' must be an object")
+    max_wait = field_number(data, "max_wait_time", 10, low=0, high=3600)
+    interval = field_number(data, "check_interval", 1, low=0.05, high=60)
+    try:
+        result = state().procs.run(command, shell=shell, timeout=EXECUTE_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        return error_response(500, f"command timed out after {EXECUTE_TIMEOUT:g} s")
+    except OSError as exc:
+        return error_response(500, str(exc))
+    answer = {"output": result.stdout, "error": result.stderr, "returncode": result.returncode}
+    if not verification:
+        return jsonify({"status": "success", **answer})
+    start = time.monotonic()
+    while time.monotonic() - start < max_wait:
+        if _verified(verification):
+            return jsonify({"status": "success", **answer, "verification": "passed",
+                            "wait_time": time.monotonic() - start})
+        time.sleep(interval)
+    return jsonify({"status": "verification_failed", **answer, "verification": "failed",
+                    "wait_time": max_wait}), 500
+
+
 @bp.post("/setup/launch")
 def launch() -> str | tuple[Response, int]:
     """OSWorld: start ``command`` in the background; answers a line of text."""

@@ -120,10 +120,30 @@ def change_wallpaper() -> str:
     return "Wallpaper recorded (no-op: this desktop draws no wallpaper)"
 
 
+DEFAULT_WALLPAPER_COLOR = (44, 0, 30)  # Ubuntu's aubergine: OSWorld's VM always has a wallpaper
+
+
+def _default_wallpaper() -> Path:
+    """A plain wallpaper the size of the screen, made once per session (OSWorld's GNOME desktop
+    always has one, so /wallpaper never answers 404 there)."""
+    from PIL import Image
+
+    st = state()
+    path = st.config.home / ".local/share/backgrounds/default.png"
+    if not path.is_file():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        size = st.screen.size() if st.config.display else (1920, 1080)
+        tmp = path.with_suffix(".tmp.png")
+        Image.new("RGB", size, DEFAULT_WALLPAPER_COLOR).save(tmp)
+        tmp.replace(path)
+    return path
+
+
 @bp.post("/wallpaper")
 def wallpaper() -> Response | tuple[Response, int]:
-    """OSWorld: the wallpaper image file, 404 when none was set."""
+    """OSWorld: the wallpaper image file (the one set by /setup/change_wallpaper, else this
+    desktop's default)."""
     path = state().wallpaper
     if path is None or not path.is_file():
-        return error_response(404, "Wallpaper file not found")
+        path = _default_wallpaper()
     return send_file(path, mimetype="image/png", max_age=0, conditional=False, etag=False)

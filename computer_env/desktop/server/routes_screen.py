@@ -53,8 +53,8 @@ def window_size() -> Response | tuple[Response, int]:
     """OSWorld: form ``app_class_name`` -> ``{width, height}`` of that app's window."""
     name = field_str(body(), "app_class_name")
     size = state().x.window_size(name or "")
-    if size is None:
-        return error_response(404, f"no window of class {name!r}")
+    if size is None:  # OSWorld's server fails with a 500 here too (its route returns None)
+        return error_response(500, f"no window of class {name!r}")
     return jsonify({"width": size[0], "height": size[1]})
 
 
