@@ -18,7 +18,7 @@ def check_task_unplayed(task: Task, ctx: TaskContext, *, setup: bool = True,
     """Run setup (unless ``setup=False``: already done), let the screen settle, then evaluate
     with an empty action history. A feasible task scoring > 0 here leaks reward."""
     if setup:
-        run_setup(task.config, ctx)
+        run_setup(task.config, ctx, strict=not task.evaluator.is_infeasible)
         wait_until_settled(ctx.client)
     ctx.action_history.clear()
     result = evaluate(task, ctx)

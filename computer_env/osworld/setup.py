@@ -230,6 +230,7 @@ def run_setup(
     *,
     phase: str = "config",
     backend: str | None = None,
+    strict: bool | None = None,
 ) -> SetupReport:
     """Run steps in order with OSWorld's ``SetupController`` after substituting ``ctx.vars``,
     checking paths (:func:`confine_step`) and applying ``ctx.proxy``.
@@ -237,7 +238,10 @@ def run_setup(
     Raises ``SetupUnsupported`` for a step that cannot run here (a skip), ``SetupError`` naming
     the step index and type when a step fails (in the config phase: also a non-zero exit, a
     refused launch, a missing window), and ``VMUnreachable`` when the desktop cannot be
-    reached. ``backend`` is accepted for compatibility and ignored: OSWorld's code runs.
+    reached. ``strict`` (default: the config phase) makes what OSWorld's controller only logs
+    a failure; pass False for an infeasible task, whose score does not depend on its setup and
+    whose setup may fail on OSWorld's VM too. ``backend`` is accepted for compatibility and
+    ignored: OSWorld's code runs.
     """
     del backend
     parsed = [_as_step(s) for s in steps]
@@ -248,7 +252,7 @@ def run_setup(
         if step.type in UNSUPPORTED_STEPS:
             raise SetupUnsupported(step.type, UNSUPPORTED_STEPS[step.type])
     controller = upstream_setup_controller(ctx)
-    strict = phase == "config"
+    strict = phase == "config" if strict is None else strict
     t_all = time.monotonic()
     for index, raw in enumerate(parsed):
         params = substitute(raw.parameters, ctx.vars)
