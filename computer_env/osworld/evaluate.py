@@ -34,7 +34,6 @@ from computer_env.osworld.upstream import (
     missing_reason,
     upstream_getters,
     upstream_metrics,
-    upstream_setup_module,
 )
 
 logger = logging.getLogger(__name__)
@@ -122,18 +121,9 @@ def ensure_supported(task: Task, ctx: TaskContext | None = None, *,
     """Raise ``SetupUnsupported``/``EvaluatorUnsupported`` now if a step, getter or metric of the
     task cannot run here (call before setup to skip early); with ``ctx``, also what cannot work
     on its desktop. ``backend`` is ignored (kept for callers)."""
-    from computer_env.osworld.errors import SetupUnsupported
-    from computer_env.osworld.setup import UNSUPPORTED_STEPS
+    from computer_env.osworld.setup import check_steps
 
-    controller_cls = upstream_setup_module().SetupController
-    for step in task.all_steps():
-        if step.type in UNSUPPORTED_STEPS:
-            raise SetupUnsupported(step.type, UNSUPPORTED_STEPS[step.type])
-        fn = getattr(controller_cls, f"_{step.type}_setup", None)
-        if fn is None:
-            raise SetupUnsupported(step.type, "OSWorld's SetupController has no such step")
-        if absent := absent_dependencies(fn):
-            raise SetupUnsupported(step.type, missing_reason(absent))
+    check_steps(task.all_steps())
     _resolve(task)
     _check_embedded(task, ctx)
 

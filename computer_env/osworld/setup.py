@@ -90,6 +90,22 @@ def _alive(ctx: TaskContext) -> bool:
         return False
 
 
+def check_steps(steps: Sequence[SetupStep]) -> None:
+    """Raise ``SetupUnsupported`` for the first step OSWorld's ``SetupController`` cannot run
+    here (no such step, not implemented, or needing a module not installed here)."""
+    from computer_env.osworld.upstream import absent_dependencies, missing_reason
+
+    cls = upstream_setup_module().SetupController
+    for step in steps:
+        if step.type in UNSUPPORTED_STEPS:
+            raise SetupUnsupported(step.type, UNSUPPORTED_STEPS[step.type])
+        fn = getattr(cls, f"_{step.type}_setup", None)
+        if fn is None:
+            raise SetupUnsupported(step.type, "OSWorld's SetupController has no such step")
+        if absent := absent_dependencies(fn):
+            raise SetupUnsupported(step.type, missing_reason(absent))
+
+
 def upstream_setup_controller(ctx: TaskContext) -> Any:
     """OSWorld's ``SetupController`` for this desktop: the gateway's address and ports, the
     per-task cache folder, OSWorld's placeholders."""
@@ -248,9 +264,7 @@ def run_setup(
     report = SetupReport(phase=phase)
     if not parsed:
         return report
-    for step in parsed:
-        if step.type in UNSUPPORTED_STEPS:
-            raise SetupUnsupported(step.type, UNSUPPORTED_STEPS[step.type])
+    check_steps(parsed)
     controller = upstream_setup_controller(ctx)
     strict = phase == "config" if strict is None else strict
     t_all = time.monotonic()
@@ -284,5 +298,5 @@ def run_setup(
     return report
 
 
-__all__ = ["SetupReport", "StepTiming", "UNSUPPORTED_STEPS", "run_setup", "seed_downloads",
+__all__ = ["SetupReport", "StepTiming", "UNSUPPORTED_STEPS", "check_steps", "run_setup", "seed_downloads",
            "step_problem", "upstream_setup_controller"]

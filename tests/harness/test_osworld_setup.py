@@ -1,5 +1,7 @@
-"""Built-in setup steps against a real local desktop (sandboxed Xvfb + guest server), real
-loopback HTTP servers for downloads and pages, and a real Chromium for the tab steps."""
+"""Setup steps run by OSWorld's own SetupController (through the desktop's gateway) against a
+real local desktop (sandboxed Xvfb + guest server), real loopback HTTP servers for downloads and
+pages, and a real Chromium for the tab steps; what OSWorld's controller only logs is a
+SetupError here."""
 
 from __future__ import annotations
 
@@ -51,6 +53,8 @@ class _Server:
                 super().__init__(*a, directory=str(owner.root), **kw)
 
             def do_GET(self) -> None:  # noqa: N802
+                if self.path.startswith("http://"):  # asked as a forward proxy
+                    self.path = "/" + self.path.split("/", 3)[3]
                 owner.hits[self.path] = owner.hits.get(self.path, 0) + 1
                 super().do_GET()
 
@@ -88,10 +92,14 @@ def ctx(desktop: Any, tmp_path: Path) -> TaskContext:
 
 
 @pytest.fixture
-def www(tmp_path: Path) -> Iterator[_Server]:
+def www(tmp_path: Path, ctx: TaskContext) -> Iterator[_Server]:
+    """A download server on a loopback address. Task downloads must come from public hosts;
+    the hosts of the context's asset URLs are the allowed exception, so it is named as the
+    GUEST_ASSET_URL (not ASSET_URL: downloads from it are cached like any public file)."""
     root = tmp_path / "www"
     root.mkdir()
-    server = _Server(root, host="127.0.0.2")  # not the asset server: downloads are cached
+    server = _Server(root, host="127.0.0.2")
+    ctx.vars["GUEST_ASSET_URL"] = server.url
     yield server
     server.close()
 
@@ -125,9 +133,14 @@ def test_asset_server_downloads_bypass_the_cache(ctx: TaskContext, tmp_path: Pat
         step = {"type": "download", "parameters": {"files": [
             {"url": "{ASSET_URL}/in.txt", "path": "/tmp/asset-in.txt"}]}}
         run_setup([step], ctx)
-        run_setup([step], ctx)
+        run_setup([step], ctx)  # OSWorld's controller reuses its per-task copy
         assert ctx.client.read_file("/tmp/asset-in.txt") == b"asset\n"
+        assert assets.hits["/in.txt"] == 1
+        other = TaskContext(client=ctx.client, handle=ctx.handle, cache_dir=ctx.cache_dir,
+                            vars=dict(ctx.vars), screen=ctx.screen, task_id="another")
+        run_setup([step], other)  # another task fetches it again: never in the shared cache
         assert assets.hits["/in.txt"] == 2
+        assert not any(p.is_file() for p in ctx.download_cache_dir.rglob("*"))
     finally:
         assets.close()
 
@@ -141,36 +154,49 @@ def test_failed_download_names_step_index_and_type(ctx: TaskContext, www: _Serve
 
 
 def test_prefetch_fills_the_cache_and_cli(ctx: TaskContext, www: _Server, tmp_path: Path) -> None:
+    """``prefetch`` on a "machine with internet" (a public-looking host name, served by a local
+    HTTP server acting as the proxy) fills the shared cache with the setup downloads AND the
+    evaluator's cloud_file; the run then needs no network: setup and OSWorld's cloud_file getter
+    are served from the cache."""
+    public = "http://files.holo-bench.test"  # task files may only name public hosts
     (www.root / "a.txt").write_text("A")
     (www.root / "b.txt").write_text("B")
     tasks_root = tmp_path / "evaluation_examples"
+    (www.root / "gold.txt").write_text("A")
     (tasks_root / "examples" / "demo").mkdir(parents=True)
-    task = {"id": "t1", "instruction": "x", "evaluator": {"func": "infeasible"},
+    task = {"id": "t1", "instruction": "x",
+            "evaluator": {"func": "compare_text_file",
+                          "result": {"type": "vm_file", "path": "/tmp/pf/a.txt", "dest": "a.txt"},
+                          "expected": {"type": "cloud_file", "path": f"{public}/gold.txt",
+                                       "dest": "gold.txt"}},
             "config": [{"type": "download", "parameters": {"files": [
-                {"url": f"{www.url}/a.txt", "path": "/tmp/pf/a.txt"},
-                {"url": f"{www.url}/b.txt", "path": "/tmp/pf/b.txt"}]}}]}
+                {"url": f"{public}/a.txt", "path": "/tmp/pf/a.txt"},
+                {"url": f"{public}/b.txt", "path": "/tmp/pf/b.txt"}]}}]}
     (tasks_root / "examples" / "demo" / "t1.json").write_text(json.dumps(task))
     (tasks_root / "test_all.json").write_text(json.dumps({"demo": ["t1"]}))
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2]),
+           "HTTP_PROXY": www.url, "http_proxy": www.url, "NO_PROXY": "", "no_proxy": ""}
     out = subprocess.run(
         [sys.executable, "-m", "computer_env.osworld", "prefetch", "--osworld-root",
          str(tasks_root), "--task-list", "test_all", "--cache", str(ctx.cache_dir)],
         capture_output=True, text=True, timeout=60, env=env, check=False)
     assert out.returncode == 0, out.stderr
-    assert "[2/2]" in out.stdout and "2 fetched" in out.stdout
+    assert "[3/3]" in out.stdout and "3 fetched" in out.stdout  # setup files + the gold file
+    assert www.hits == {"/a.txt": 1, "/b.txt": 1, "/gold.txt": 1}
     result = prefetch([parse_task(task, domain="demo")], ctx.download_cache_dir)
-    assert result.cached == 2 and result.fetched == 0
-    www.close()  # from here on only the cache can serve the files
+    assert result.cached == 3 and result.fetched == 0
+    www.close()  # from here on only the cache can serve the files (an offline machine)
     run_setup(task["config"], ctx)
     assert ctx.client.read_file("/tmp/pf/b.txt") == b"B"
+    res = evaluate(parse_task(task, domain="demo"), ctx)  # OSWorld's cloud_file, from the cache
+    assert res.score == 1.0, res.detail
 
 
 def test_upload_execute_command_until_and_stdout(ctx: TaskContext, tmp_path: Path) -> None:
-    local = tmp_path / "local.txt"
-    local.write_text("from the host")
+    (ctx.task_cache_dir / "local.txt").write_text("from the host")  # sources: the task's folder
     steps = [
         {"type": "upload_file", "parameters": {"files": [
-            {"local_path": str(local), "path": "/tmp/up/local.txt"}]}},
+            {"local_path": "local.txt", "path": "/tmp/up/local.txt"}]}},
         {"type": "execute", "parameters": {"command": "cat /tmp/up/local.txt; echo err >&2",
                                            "shell": True, "stdout": "out.txt",
                                            "stderr": "err.txt"}},
@@ -193,10 +219,16 @@ def test_upload_execute_command_until_and_stdout(ctx: TaskContext, tmp_path: Pat
 def test_windows_launch_activate_close_and_open(ctx: TaskContext) -> None:
     run_setup([{"type": "launch", "parameters": {"command": ["xterm", "-T", "setup-term"]}}], ctx)
     wait_for(lambda: "setup-term" in sh(ctx, "wmctrl -l"), "the xterm window")
-    run_setup([{"type": "activate_window", "parameters": {"window_name": "setup-term"}},
-               {"type": "activate_window", "parameters": {"window_name": "no-such-window"}}], ctx)
+    run_setup([{"type": "activate_window", "parameters": {"window_name": "setup-term"}}], ctx)
     active = sh(ctx, "xdotool getactivewindow getwindowname")
     assert "setup-term" in active
+    missing = {"type": "activate_window", "parameters": {"window_name": "no-such-window"}}
+    with pytest.raises(SetupError, match="no-such-window not found"):
+        run_setup([missing], ctx)  # OSWorld's controller would only log it
+    report = run_setup([missing], ctx, phase="postconfig")  # after the agent: as OSWorld
+    assert "not found" in (report.steps[0].problem or "")
+    with pytest.raises(SetupError, match="exited 3"):
+        run_setup([{"type": "execute", "parameters": {"command": "exit 3", "shell": True}}], ctx)
     run_setup([{"type": "close_window", "parameters": {"window_name": "setup-term"}}], ctx)
     wait_for(lambda: "setup-term" not in sh(ctx, "wmctrl -l"), "the xterm to close")
 
@@ -262,10 +294,12 @@ def test_chrome_tabs_setup_and_getters(desktop: Any, ctx: TaskContext, tmp_path:
     try:
         steps = [
             {"type": "launch", "parameters": {"command": [
-                "chromium", "--remote-debugging-port=9222", "--no-first-run",
+                "chromium", "--remote-debugging-port=1337", "--no-first-run",
                 "--no-default-browser-check", "--disable-background-networking",
                 "--disable-component-update", "--disable-sync", "--password-store=basic",
                 "--user-data-dir=/tmp/chromium-task"]}},
+            {"type": "launch", "parameters": {"command": [  # OSWorld's layout: socat to 9222
+                "socat", "tcp-listen:9222,fork", "tcp:localhost:1337"]}},
             {"type": "chrome_open_tabs", "parameters": {"urls_to_open": [
                 "{GUEST_ASSET_URL}/one.html", "{GUEST_ASSET_URL}/two.html",
                 "{GUEST_ASSET_URL}/three.html"]}},
@@ -274,15 +308,13 @@ def test_chrome_tabs_setup_and_getters(desktop: Any, ctx: TaskContext, tmp_path:
         ]
         run_setup(steps, ctx)
         task = parse_task({"id": "tabs", "instruction": "x", "evaluator": {
-            "func": ["is_expected_tabs", "is_expected_active_tab"],
-            "result": [{"type": "open_tabs_info"}, {"type": "active_tab_info"}],
-            "expected": [{"type": "rule", "rules": {"type": "url", "urls": [
-                "{GUEST_ASSET_URL}/three.html", "{GUEST_ASSET_URL}/one.html"]}},
-                {"type": "rule", "rules": {"type": "url", "url": "{GUEST_ASSET_URL}/three.html"}}],
+            "func": "is_expected_tabs", "result": {"type": "open_tabs_info"},
+            "expected": {"type": "rule", "rules": {"type": "url", "urls": [
+                "{GUEST_ASSET_URL}/one.html", "{GUEST_ASSET_URL}/three.html"]}},
         }}, domain="demo")
-        res = evaluate(task, ctx)
-        assert [d.score for d in res.detail] == [1.0, 1.0], res.detail
-        assert "three" in res.detail[1].result
+        res = evaluate(task, ctx)  # OSWorld's getter over CDP, through the gateway
+        assert res.score == 1.0, res.detail
+        assert "three" in (res.detail[0].result or "")
     finally:
-        sh(ctx, "pkill -f chromium-task || true")
+        sh(ctx, "pkill -f chromium-task; pkill socat; true")
         pages.close()
