@@ -2,7 +2,8 @@
 
 A request for model ``reference-judge`` (the layout of :mod:`holo_agent.judge.request`) is
 answered with a verdict from the action list: ``success`` when the agent's tool calls are exactly
-the task's scripted reference solution and the episode ended by an answer, else ``failure``
+the task's scripted reference solution (its last one an answer, an INFEASIBLE one included) and
+the episode ended by that answer, else ``failure``
 naming the first difference. Like the rest of the endpoint it is a harness check (it reads the
 actions, not the screenshots), never a model's judgement.
 """
@@ -57,7 +58,7 @@ def judge_verdict(body: dict[str, Any], solutions: dict[str, list[dict[str, Any]
     if len(got) != len(wanted):
         return {"verdict": "failure", "reason": f"{len(got)} actions, the reference solution "
                                                 f"has {len(wanted)}"}
-    if ended is None or ended.group(1) != "answered":
+    if ended is None or ended.group(1) not in ("answered", "infeasible"):
         return {"verdict": "failure", "reason": "the episode did not end with an answer"}
     return {"verdict": "success", "reason": "the actions are the reference solution's, and the "
                                             "agent answered"}

@@ -100,3 +100,20 @@ def test_suite_judge_down_keeps_the_rule_score(tmp_path: Path) -> None:
 def test_score_by_judge_needs_a_judge(tmp_path: Path) -> None:
     run = run_suite(tmp_path / "results", "x", "--score-by", "judge", "--collect-only")
     assert run.rc != 0 and "--score-by judge needs --judge-url" in run.output
+
+
+def test_reference_judge_accepts_a_declared_infeasible_solution() -> None:
+    from holo_agent.judge import build_judge_messages
+    from holo_agent.reference.judge import judge_verdict
+
+    infeasible = [{"note": None, "thought": "t", "tool_call": {
+        "tool_name": "answer", "content": "INFEASIBLE: no such device"}}]
+    actions = [{"step": 0, "tool_call": infeasible[0]["tool_call"]}]
+
+    def verdict(end: str, acts: list) -> str:
+        body = {"messages": build_judge_messages("pair it", acts, end, [])}
+        return judge_verdict(body, {"pair it": infeasible})["verdict"]
+
+    assert verdict("infeasible", actions) == "success"
+    assert verdict("max_steps", actions) == "failure"
+    assert verdict("infeasible", []) == "failure"
