@@ -133,3 +133,5 @@ def test_suite_with_code_actions_profile_and_judge(tmp_path: Path) -> None:
     assert p["judge"]["tp"] == 2 and p["judge"]["precision"] == 1.0
     assert "code-action ratio 33.3%" in run.output and "five groups" in run.output
     assert "judge reference-judge vs rule evaluator" in run.output
+    report = (run.run_dir / "report.html").read_text()
+    assert "<h3>Protocols</h3>" in report and "code-action ratio 33.3%" in report

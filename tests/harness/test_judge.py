@@ -117,3 +117,30 @@ def test_reference_judge_accepts_a_declared_infeasible_solution() -> None:
     assert verdict("infeasible", actions) == "success"
     assert verdict("max_steps", actions) == "failure"
     assert verdict("infeasible", []) == "failure"
+
+
+def test_score_by_judge_replaces_the_rule_score_and_keeps_it_recorded(tmp_path: Path) -> None:
+    """``judge_case`` against the real reference judge over HTTP; the worker state is reduced to
+    what ``judge_case`` reads (settings, the judge client, the phase hook)."""
+    from types import SimpleNamespace
+
+    from fixtures.judge import judge_case
+    from holo_agent.records import StepRecord, Trajectory
+
+    traj = Trajectory(instruction="press enter", end="answered")
+    for i, s in enumerate(SOLUTION):
+        traj.add(StepRecord(index=i, step=i, time=0.0, latency_s=0.1, tool_call=s["tool_call"]))
+    (tmp_path / "step_000.png").write_bytes(PNG)
+    with ReferenceEndpoint({"press enter": SOLUTION}) as ep:
+        for score_by, want in (("judge", 1.0), ("rule", 0.0)):
+            ws = SimpleNamespace(
+                judge=JudgeClient(ep.url, "reference-judge"), phase=lambda *a: None,
+                settings=SimpleNamespace(protocols=SimpleNamespace(score_by=score_by)))
+            record = {"score": 0.0}
+            judge_case(ws, tmp_path, "press enter", traj, record)
+            assert record["score"] == want
+            assert record["judge"]["verdict"] == 1 and record["judge"]["rule_score"] == 0.0
+            assert record["judge"]["score_by"] == score_by
+            ws.judge.close()
+        sent = ep.requests_seen[-1]["messages"][1]["content"]
+        assert sum(p["type"] == "image_url" for p in sent) == 1
