@@ -196,3 +196,15 @@ def test_gnome_terminal_output_is_readable(handle: DesktopHandle) -> None:
     assert "echo osworld-$((6*7))" in text
     title = windows(handle)
     assert "user@desktop: ~" in title, title  # Ubuntu-like title (task 48c46dc7 reads it)
+
+
+def test_a_port_can_be_listened_on_again(desktop: LocalSandboxProvider) -> None:
+    """OSWorld's `socat tcp-listen:9222,fork ...` (no reuseaddr) binds again in the next task:
+    closed connections leave no TIME_WAIT behind in the desktop's network namespace (which
+    outlives resets)."""
+    for attempt in range(2):
+        handle = desktop.reset()
+        launch(handle, ["socat", "tcp-listen:9333,fork", "SYSTEM:echo listening"])
+        got = wait_for(lambda: sh(handle, "curl -s -m 2 telnet://127.0.0.1:9333 </dev/null")[
+            "output"], f"socat's answer on 9333 (task {attempt + 1})", timeout=30, interval=0.5)
+        assert "listening" in got

@@ -19,6 +19,7 @@ import secrets
 import shutil
 import signal
 import socket
+import subprocess
 import tempfile
 import threading
 import time
@@ -104,6 +105,16 @@ def _install_sigterm_handler() -> None:
             return
         signal.signal(signal.SIGTERM, lambda s, f: _on_sigterm(s, f, previous))
         _handler_installed = True
+
+
+def _no_time_wait(ns: str) -> None:
+    """Closed TCP connections leave no TIME_WAIT in the sandbox's network namespace, which
+    outlives resets: a reset desktop can listen again on the ports the last task used (OSWorld's
+    ``socat tcp-listen:9222`` has no ``reuseaddr``), as after a VM revert."""
+    res = subprocess.run(["ip", "netns", "exec", ns, "sysctl", "-q", "-w",
+                          "net.ipv4.tcp_max_tw_buckets=0"], capture_output=True, text=True)
+    if res.returncode != 0:
+        log.warning("could not disable TIME_WAIT in %s: %s", ns, res.stderr.strip())
 
 
 class LocalSandboxProvider(DesktopProvider):
@@ -219,6 +230,7 @@ class LocalSandboxProvider(DesktopProvider):
         self._bwrap_bin = bwrap_bin
         slot = netns.claim_slot()
         self._res.slot = slot
+        _no_time_wait(slot.netns)
         for port in sorted(self._allowed):
             slot.allow_port(port)
         STATE_ROOT.mkdir(mode=0o755, parents=True, exist_ok=True)
