@@ -1,6 +1,7 @@
 """OSWorld tasks: loader, setup, evaluation, ``OSWorldComputerEnv``.
 
-Heavy parts (OSWorld's own ``desktop_env``) are imported lazily, only when a task needs them.
+Setup and scoring are OSWorld's own code (``desktop_env``, the installed ``desktop-env`` package or
+a checkout given with ``--osworld-root``), imported lazily, only when a task needs them.
 """
 
 from computer_env.osworld.check import check_task_unplayed
@@ -27,13 +28,13 @@ from computer_env.osworld.tasks import (
     needs_network,
     task_markers,
 )
-from computer_env.osworld.upstream import Backend, upstream_available
+from computer_env.osworld.upstream import osworld_source, upstream_available
 
 __all__ = [
-    "Backend", "EvalResult", "Evaluator", "EvaluatorUnsupported", "MetricDetail",
+    "EvalResult", "Evaluator", "EvaluatorUnsupported", "MetricDetail",
     "OSWorldComputerEnv", "PrefetchResult", "SetupReport", "SetupStep", "SetupUnsupported",
     "StepTiming", "TASK_LISTS", "Task", "TaskContext", "TaskLoadError", "Unsupported",
     "builtin_smoke_ids", "check_task_unplayed", "default_vars", "ensure_supported", "evaluate",
     "load_builtin_tasks", "load_tasks", "needs_network", "prefetch", "run_setup", "substitute",
-    "task_markers", "upstream_available", "wait_until_settled",
+    "osworld_source", "task_markers", "upstream_available", "wait_until_settled",
 ]

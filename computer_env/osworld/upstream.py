@@ -28,7 +28,7 @@ import importlib.util
 import logging
 import sys
 import types
-from typing import Any, Literal
+from typing import Any
 
 from computer_env.errors import ConfigurationError
 
@@ -176,19 +176,6 @@ def upstream_python_controller() -> type:
     return _import("desktop_env.controllers.python").PythonController
 
 
-Backend = Literal["auto", "upstream", "builtin"]
-"""Transitional: which implementation runs setup steps / getters / metrics."""
-
-
-def use_upstream(backend: Backend, *, upstream_vm: bool) -> bool:
-    """Transitional: OSWorld's code unless ``builtin`` is asked for explicitly."""
-    if backend == "builtin":
-        return False
-    if backend == "upstream" and not upstream_available():
-        raise ConfigurationError("OSWorld's desktop_env is not installed (run make setup)")
-    return upstream_available() and (backend == "upstream" or upstream_vm)
-
-
 def _absent_in(value: Any) -> str | None:
     if isinstance(value, AbsentModule):
         return value.__name__.split(".")[0]
@@ -239,7 +226,7 @@ def missing_reason(modules: list[str]) -> str:
 
 
 __all__ = [
-    "AbsentModule", "Backend", "use_upstream", "MissingDependency", "OPTIONAL", "absent_dependencies", "missing_reason",
+    "AbsentModule", "MissingDependency", "OPTIONAL", "absent_dependencies", "missing_reason",
     "osworld_source", "upstream_available", "upstream_getters", "upstream_metrics",
     "upstream_python_controller", "upstream_setup_module",
 ]

@@ -202,7 +202,7 @@ def _set_up(desktop: Any, assets: AssetServer, task: Task, cache: Path) -> TaskC
     for attempt in (1, 2):
         ctx = _context(desktop, assets, task, cache / f"try{attempt}")
         try:
-            run_setup(task.config, ctx, backend="builtin")
+            run_setup(task.config, ctx)
         except SetupError as exc:
             ctx.client.close()
             if attempt == 2:
@@ -242,7 +242,7 @@ def test_builtin_task(task: Task, desktop: Any, assets: AssetServer, endpoint: s
     ctx = _set_up(desktop, assets, task, tmp_path / "unplayed")
     row["setup0"] = time.monotonic() - t0
     t0 = time.monotonic()
-    unplayed = check_task_unplayed(task, ctx, setup=False, backend="builtin")
+    unplayed = check_task_unplayed(task, ctx, setup=False)
     row["eval0"] = time.monotonic() - t0
     ctx.client.close()
     assert unplayed.score == 0.0, f"reward leak: {unplayed.reason} {unplayed.detail}"
@@ -264,7 +264,7 @@ def test_builtin_task(task: Task, desktop: Any, assets: AssetServer, endpoint: s
     assert len(traj.steps) == len(steps)
 
     t0 = time.monotonic()
-    result = evaluate(task, ctx, backend="builtin")
+    result = evaluate(task, ctx)
     row["eval"] = time.monotonic() - t0
     row["total"] = time.monotonic() - t_start
     message = "" if result.score == 1.0 else _explain(result, ctx, tmp_path)
