@@ -1,5 +1,7 @@
 """``python -m computer_env.osworld prefetch --osworld-root R --task-list L --cache DIR``:
-download every setup file of a task list into the host cache ahead of a run.
+download every file a task list needs (setup downloads and evaluator ``cloud_file`` gold files)
+into the shared cache ``DIR/downloads`` ahead of a run (layout: :mod:`.download`; copy that
+folder to an offline machine's cache dir to run there without internet).
 
 ``python -m computer_env.osworld plan [--osworld-root DIR] [--task-list L] [--json]``: per
 domain, how many tasks can run here, once their files are cached, or not (which app, why)."""
@@ -20,7 +22,8 @@ from computer_env.osworld.errors import TaskLoadError
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m computer_env.osworld")
     sub = parser.add_subparsers(dest="command", required=True)
-    pre = sub.add_parser("prefetch", help="fill the download cache for a task list")
+    pre = sub.add_parser("prefetch", help="fill the download cache for a task list (setup "
+                         "downloads and evaluator cloud_file gold files)")
     pre.add_argument("--osworld-root", type=Path, default=None,
                      help="OSWorld checkout or evaluation_examples folder (default: built-in)")
     pre.add_argument("--task-list", default="test_all",
