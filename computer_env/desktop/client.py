@@ -240,12 +240,22 @@ class DesktopClient:
         )
 
     def activate_window(self, window_name: str, *, strict: bool = False, by_class: bool = False) -> None:
-        payload = {"window_name": window_name, "strict": strict, "by_class": by_class}
-        self._request("POST", "/setup/activate_window", json=payload)
+        """Raise and focus a window; ``DesktopRequestError`` (404) when none matches."""
+        self._window("/setup/activate_window", window_name, strict, by_class)
 
     def close_window(self, window_name: str, *, strict: bool = False, by_class: bool = False) -> None:
+        """Close a window; ``DesktopRequestError`` (404) when none matches."""
+        self._window("/setup/close_window", window_name, strict, by_class)
+
+    def _window(self, path: str, window_name: str, strict: bool, by_class: bool) -> None:
         payload = {"window_name": window_name, "strict": strict, "by_class": by_class}
-        self._request("POST", "/setup/close_window", json=payload)
+        response = self._request("POST", path, json=payload)
+        try:  # this project's server answers 200 like OSWorld's, saying "not_found" in the body
+            answer = response.json()
+        except ValueError:  # an OSWorld VM answers text
+            return
+        if isinstance(answer, dict) and answer.get("status") == "not_found":
+            raise DesktopRequestError(404, str(answer.get("message", "")), path=path)
 
     # -- files -------------------------------------------------------------------------------
 
