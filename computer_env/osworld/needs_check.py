@@ -28,6 +28,14 @@ logger = logging.getLogger(__name__)
 PROBE_TIMEOUT_S = 60.0
 """How long the desktop may take to answer the inventory request."""
 
+WORKS: dict[str, str] = {
+    "timedatectl": "timedatectl status",
+    "pactl": "pulseaudio --start >/dev/null 2>&1; pactl info",
+    "sudo": "sudo -n true 2>/dev/null || echo password | sudo -S -p '' true",
+}
+"""Programs that can be installed and still not work in a desktop (no systemd, no sound
+server, no sudo rights): the command that must succeed for the program to count as there."""
+
 
 class _Executes(Protocol):
     def execute(self, command: Any, *, shell: bool = False, timeout: float | None = None) -> Any:
@@ -41,13 +49,15 @@ class DesktopInventory:
     programs: dict[str, bool] = field(default_factory=dict)
     modules: dict[tuple[str, str], bool] = field(default_factory=dict)  # (interpreter, module)
     schemas: set[str] | None = None  # None: not asked yet; empty when gsettings is absent
+    broken: set[str] = field(default_factory=set)  # installed, but its WORKS check failed
 
     def missing(self, needs: TaskNeeds) -> list[str]:
         """The needs of ``needs`` this desktop lacks (everything must have been probed)."""
         out: list[str] = []
         for prog in needs.programs:
             if not self.programs.get(prog, False):
-                out.append(program_label(prog))
+                out.append(program_label(prog) + (" (installed, but it does not work in this "
+                                                  "desktop)" if prog in self.broken else ""))
         for interp, mod in _module_pairs(needs):
             if self.programs.get(interp, False) and not self.modules.get((interp, mod), False):
                 out.append(f"python module {mod} (for {program_label(interp)})")
@@ -73,12 +83,20 @@ _PROBE_PY = ("import importlib.util, sys\n"
 
 def probe_script(programs: Iterable[str], modules: Iterable[tuple[str, str]],
                  schemas: bool) -> str:
-    """The shell script that asks a desktop for programs (``P:``/``p:`` lines), modules per
+    """The shell script that asks a desktop for programs (``P:`` there, ``p:`` missing, ``b:``
+    installed but failing its :data:`WORKS` check), modules per
     interpreter (``M:``/``m:``) and, when ``schemas``, its gsettings schemas (``S:`` lines)."""
     lines = []
     for prog in programs:
         q = shlex.quote(prog)
-        lines.append(f"if command -v -- {q} >/dev/null 2>&1; then echo P:{q}; else echo p:{q}; fi")
+        works = WORKS.get(program_label(prog))
+        if works:
+            lines.append(f"if ! command -v -- {q} >/dev/null 2>&1; then echo p:{q}; "
+                         f"elif ( {works} ) >/dev/null 2>&1 </dev/null; then echo P:{q}; "
+                         f"else echo b:{q}; fi")
+        else:
+            lines.append(f"if command -v -- {q} >/dev/null 2>&1; then echo P:{q}; "
+                         f"else echo p:{q}; fi")
     by_interp: dict[str, list[str]] = {}
     for interp, mod in modules:
         by_interp.setdefault(interp, []).append(mod)
@@ -101,8 +119,10 @@ def parse_probe(output: str, inv: DesktopInventory, programs: Iterable[str],
     found_schemas: set[str] = set()
     for line in output.splitlines():
         tag, _, value = line.partition(":")
-        if tag in ("P", "p"):
+        if tag in ("P", "p", "b"):
             inv.programs[value] = tag == "P"
+            if tag == "b":
+                inv.broken.add(value)
         elif tag == "I":
             interp = value
         elif tag in ("M", "m"):
