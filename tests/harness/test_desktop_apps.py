@@ -208,3 +208,26 @@ def test_a_port_can_be_listened_on_again(desktop: LocalSandboxProvider) -> None:
         got = wait_for(lambda: sh(handle, "curl -s -m 2 telnet://127.0.0.1:9333 </dev/null")[
             "output"], f"socat's answer on 9333 (task {attempt + 1})", timeout=30, interval=0.5)
         assert "listening" in got
+
+
+_WHEEL = """python - <<'PY'
+import zipfile
+with zipfile.ZipFile("/tmp/osw_probe-1.0-py3-none-any.whl", "w") as z:
+    z.writestr("osw_probe/__init__.py", "V = 42\\n")
+    z.writestr("osw_probe-1.0.dist-info/METADATA",
+               "Metadata-Version: 2.1\\nName: osw_probe\\nVersion: 1.0\\n")
+    z.writestr("osw_probe-1.0.dist-info/WHEEL",
+               "Wheel-Version: 1.0\\nGenerator: t\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n")
+    z.writestr("osw_probe-1.0.dist-info/RECORD", "")
+PY"""
+
+
+def test_pip_install_works_like_a_user_install(handle: DesktopHandle) -> None:
+    """Task d38192b0's setup `pip install <wheel>`: installed into ~/.local (the interpreter's
+    own environment is read-only) and importable by `python`, next to pyautogui."""
+    assert sh(handle, _WHEEL)["returncode"] == 0
+    res = sh(handle, "pip install /tmp/osw_probe-1.0-py3-none-any.whl")
+    assert res["returncode"] == 0, res
+    out = sh(handle, "cd / && python -c 'import osw_probe, pyautogui; print(osw_probe.V, "
+                     "osw_probe.__file__)'")["output"]
+    assert out.startswith("42 /home/user/.local/lib/python3"), out

@@ -289,6 +289,14 @@ def test_image_carries_osworld_apps(docker_client: Any) -> None:
                "awk '{print $5}' | sed 's/%//g'")
         assert _sh(handle, vol)["output"] == "40\n"
         assert "libreoffice-impress/" in _sh(handle, "apt list --installed 2>/dev/null")["output"]
+        wheel = ("python -c \"import zipfile; z = zipfile.ZipFile('/tmp/osw_probe-1.0-py3-none-any."
+                 "whl', 'w'); z.writestr('osw_probe/__init__.py', 'V = 42'); d = 'osw_probe-1.0."
+                 "dist-info/'; z.writestr(d + 'METADATA', 'Metadata-Version: 2.1\\nName: osw_probe"
+                 "\\nVersion: 1.0\\n'); z.writestr(d + 'WHEEL', 'Wheel-Version: 1.0\\nRoot-Is-"
+                 "Purelib: true\\nTag: py3-none-any\\n'); z.writestr(d + 'RECORD', ''); z.close()\" "
+                 "&& pip install /tmp/osw_probe-1.0-py3-none-any.whl && cd / && "
+                 "python -c 'import osw_probe, pyautogui; print(osw_probe.V)'")
+        assert _sh(handle, wheel)["output"].strip().endswith("42")  # pip as a user install
         with httpx.Client(base_url=handle.url, headers={"Authorization": f"Bearer {handle.token}"},
                           timeout=60) as c:
             c.post("/setup/launch", json={"command": ["google-chrome",

@@ -193,6 +193,7 @@ def bwrap_argv(bwrap: str, layout: SandboxLayout, *, width: int, height: int,
              "--ro-bind-try", "/var/cache/apt", "/var/cache/apt",
              "--ro-bind", str(layout.tools / "bin"), guest_tools.GUEST_TOOLS,
              "--ro-bind", str(layout.tools / "applications"), "/usr/share/applications",
+             "--ro-bind-try", str(layout.tools / "python"), guest_tools.GUEST_PYTHON_DIR,
              "--perms", "0700", "--dir", f"/run/user/{GUEST_UID}",
              "--tmpfs", "/home", "--dir", GUEST_HOME,
              "--ro-bind", str(layout.template), GUEST_TEMPLATE,
@@ -206,6 +207,10 @@ def bwrap_argv(bwrap: str, layout: SandboxLayout, *, width: int, height: int,
         argv += ["--tmpfs", str(pkg / "osworld")]
     argv += ["--clearenv"]
     env["XDG_RUNTIME_DIR"] = f"/run/user/{GUEST_UID}"
+    # `pip install` as on Ubuntu: into the user's site-packages, importable (guest_tools)
+    env["PYTHONPATH"] = guest_tools.GUEST_PYTHON_DIR
+    env["PIP_TARGET"] = guest_tools.user_site(GUEST_HOME)
+    env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
     for key, value in env.items():
         argv += ["--setenv", key, value]
     argv += ["--chdir", GUEST_HOME, "/usr/bin/dbus-run-session",

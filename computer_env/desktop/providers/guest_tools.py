@@ -13,6 +13,11 @@ these come first on ``PATH`` (``/opt/desktop/bin``):
   give, so the command then runs as the desktop user; what needs real root (installing
   packages, adding users) fails as it would for an unprivileged user.
 
+- ``pip install`` (the server's interpreter is a read-only virtual environment) installs into
+  ``~/.local/lib/pythonX.Y/site-packages``, as Ubuntu's pip falls back to a user installation;
+  ``python`` imports from there after its own packages (``sitecustomize`` in
+  ``/opt/desktop/python``).
+
 ``/usr/share/applications`` is replaced by a copy of the host's plus ``google-chrome.desktop``.
 The session's D-Bus also listens on ``/run/user/1000/bus`` (OSWorld's tasks export that
 address before ``gsettings`` and ``gnome-terminal``).
@@ -24,15 +29,28 @@ import hashlib
 import os
 import re
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
 GUEST_TOOLS = "/opt/desktop/bin"
 GUEST_PASSWORD = "password"  # OSWorld's CLIENT_PASSWORD
+GUEST_PYTHON_DIR = "/opt/desktop/python"  # on PYTHONPATH: sitecustomize.py only
 GUEST_CHROME_DIR = "/opt/desktop/chrome"  # see make_chrome_dir()
 CHROME_LINK = f"{GUEST_CHROME_DIR}/chrome"
 CHROMIUM_DIR = Path("/usr/lib/chromium")
 CHROMIUM_BINARY = str(CHROMIUM_DIR / "chromium")
+
+# Programs OSWorld's tasks use that no desktop here carries, and why (for `needs:` skips).
+UNAVAILABLE: dict[str, str] = {
+    "code": (
+        "VS Code is not available offline here: Debian has no package, and no build reachable "
+        "from apt, pip or npm behaves as the tasks expect (npm's electron and "
+        "@vscode/test-electron download their binaries from the internet at install/run "
+        "time; code-server is a browser-served VS Code with settings under "
+        "~/.local/share/code-server instead of ~/.config/Code, windows titled 'code-server' "
+        "instead of 'Visual Studio Code', and extensions from Open VSX over the internet)"),
+}
 
 _CHROMIUM = r"""#!/bin/sh
 # Chromium for the sandboxed desktop (see computer_env/desktop/providers/guest_tools.py).
@@ -158,6 +176,22 @@ if ! command -v -- "$1" >/dev/null 2>&1; then echo "sudo: $1: command not found"
 exec "$@"
 """
 
+_SITECUSTOMIZE = '''"""Packages the desktop's user installs with pip (PIP_TARGET) are importable, after the
+interpreter's own (a user site-packages for the read-only virtual environment)."""
+import os
+import site
+import sys
+
+site.addsitedir(os.path.expanduser(
+    f"~/.local/lib/python{sys.version_info[0]}.{sys.version_info[1]}/site-packages"))
+'''
+
+
+def user_site(home: str) -> str:
+    """Where ``pip install`` puts packages inside the desktop (see :data:`_SITECUSTOMIZE`)."""
+    return f"{home}/.local/lib/python{sys.version_info[0]}.{sys.version_info[1]}/site-packages"
+
+
 _CHROME_DESKTOP = """\
 [Desktop Entry]
 Version=1.0
@@ -249,7 +283,7 @@ def _fingerprint() -> str:
     h = hashlib.sha256()
     for name in sorted(SCRIPTS):
         h.update(name.encode() + b"\0" + SCRIPTS[name].encode() + b"\0")
-    h.update(_CHROME_DESKTOP.encode())
+    h.update(_CHROME_DESKTOP.encode() + _SITECUSTOMIZE.encode())
     apps = Path("/usr/share/applications")
     if apps.is_dir():  # a new package adds .desktop files: rebuild
         h.update("\0".join(sorted(os.listdir(apps))).encode())
@@ -257,12 +291,14 @@ def _fingerprint() -> str:
 
 
 def write_tools(dest: Path) -> None:
-    """``dest/bin`` (the scripts) and ``dest/applications``."""
+    """``dest/bin`` (the scripts), ``dest/python`` and ``dest/applications``."""
     (dest / "bin").mkdir(parents=True)
     for name, text in SCRIPTS.items():
         path = dest / "bin" / name
         path.write_text(text)
         path.chmod(0o755)
+    (dest / "python").mkdir()
+    (dest / "python" / "sitecustomize.py").write_text(_SITECUSTOMIZE)
     apps = dest / "applications"
     host_apps = Path("/usr/share/applications")
     if host_apps.is_dir():
