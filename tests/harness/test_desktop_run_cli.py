@@ -42,6 +42,11 @@ def test_run_prints_one_json_line_and_stops_cleanly(sig: signal.Signals) -> None
         assert resp.status_code == 200
         size = httpx.post(f"{info['url']}/screen_size", headers=headers, timeout=10).json()
         assert (size["width"], size["height"]) == (1024, 768)
+        # OSWorld's code is given osworld_url: no token there (host loopback only)
+        assert info["osworld_url"].startswith("http://127.0.0.1:")
+        assert set(info["osworld_ports"]) == {"server", "cdp", "vlc"}
+        assert httpx.get(f"{info['osworld_url']}/platform", timeout=10).text == "Linux"
+        assert httpx.get(f"{info['url']}/platform", timeout=10).status_code == 403
         netns_before = set(os.listdir("/run/netns"))
         proc.send_signal(sig)
         rc = proc.wait(timeout=20)
