@@ -137,6 +137,9 @@ def test_google_chrome_as_osworld_launches_it(handle: DesktopHandle) -> None:
     assert '"Browser"' in version
     assert sh(handle, "test -d ~/.config/google-chrome/Default")["returncode"] == 0
     assert "Google-chrome" in wait_for(lambda: windows(handle), "a Chrome window")
+    with _client(handle) as c:  # tasks activate it by OSWorld's name for it
+        activated = c.post("/setup/activate_window", json={"window_name": "Google Chrome"})
+    assert activated.json().get("status") != "not_found", activated.text
     assert sh(handle, "pgrep -x chrome")["returncode"] == 0  # the browser is named chrome
     assert sh(handle, "pkill chrome")["returncode"] == 0
     wait_for(lambda: sh(handle, "pgrep -x chrome")["returncode"] == 1,

@@ -5,7 +5,8 @@ these come first on ``PATH`` (``/opt/desktop/bin``):
 
 - ``google-chrome`` / ``google-chrome-stable``: Chromium with Chrome's profile folder
   (``~/.config/google-chrome``) and quiet-start flags; the process is called ``chrome`` (so
-  OSWorld's ``pkill chrome`` ends it; see :func:`make_chrome_dir`). ``chromium``: the same browser under its own name.
+  OSWorld's ``pkill chrome`` ends it; see :func:`make_chrome_dir`) and its first window
+  "Google Chrome" (the name tasks activate it by). ``chromium``: the same browser under its own name.
   Both run with ``--no-sandbox``: the desktop forbids nested user namespaces, which Chromium's
   own sandbox needs; the desktop's sandbox is the boundary.
 - ``sudo``: OSWorld's user/password semantics (user ``user``, password ``password``; ``-S``
@@ -71,6 +72,12 @@ _GOOGLE_CHROME = r"""#!/bin/sh
 case " $* " in
     *" --user-data-dir="*) ;;
     *) set -- "--user-data-dir=$HOME/.config/google-chrome" "$@" ;;
+esac
+# Its first window is titled "Google Chrome" (tasks activate the window by that name; the page
+# title is not part of it, Chromium's own title would end in "- Chromium").
+case " $* " in
+    *" --window-name="*) ;;
+    *) set -- "--window-name=Google Chrome" "$@" ;;
 esac
 export CHROME_WRAPPER=/opt/desktop/bin/google-chrome CHROME_DESKTOP=google-chrome.desktop
 export HOLO_CHROME_EXE=__CHROME_LINK__
