@@ -2,8 +2,9 @@
 
 Each task falls in exactly one bucket, checked in this order:
 
-- ``unsupported`` (why): a need no desktop here can meet (a Google Drive account), or the
-  internet while the task runs when this machine is offline;
+- ``unsupported`` (why): a need no desktop here can meet (a Google Drive account), a setup
+  step, getter or metric the evaluation code cannot run here, or the internet while the task
+  runs when this machine is offline;
 - ``missing_app`` (which): programs, Python modules or gsettings schemas the desktop lacks
   (the desktop itself is asked, so the answer follows what is installed);
 - ``needs_cache``: runnable once its files are in the download cache (offline, not cached yet);
@@ -38,10 +39,14 @@ class Verdict:
 
 
 def classify(task: Task, needs: TaskNeeds, inventory: DesktopInventory, *,
-             cached: Callable[[str], bool], online: bool) -> Verdict:
-    """The bucket of one task (see the module docstring)."""
+             cached: Callable[[str], bool], online: bool,
+             unsupported: Callable[[Task], str | None] = lambda task: None) -> Verdict:
+    """The bucket of one task (see the module docstring); ``unsupported(task)`` says why the
+    evaluation code cannot run it here (a metric OSWorld's package lacks), or None."""
     if needs.unsupported:
         return Verdict(task, UNSUPPORTED, needs.unsupported[0])
+    if why := unsupported(task):
+        return Verdict(task, UNSUPPORTED, why)
     if needs.network and not online:
         return Verdict(task, UNSUPPORTED, OFFLINE_NETWORK)
     missing = inventory.missing(needs)
@@ -124,15 +129,36 @@ class Plan:
 
 
 def make_plan(tasks: Iterable[Task], inventory_for: Callable[[list[TaskNeeds]], DesktopInventory],
-              *, download_cache: Path, online: bool) -> Plan:
+              *, download_cache: Path, online: bool,
+              unsupported: Callable[[Task], str | None] = lambda task: None) -> Plan:
     """Classify ``tasks``; ``inventory_for(needs)`` asks a desktop about every need at once."""
     tasks = list(tasks)
     needs = [task_needs(t) for t in tasks]
     inventory = inventory_for(needs)
     verdicts = [classify(t, n, inventory, cached=lambda u: is_cached(download_cache, u),
-                         online=online) for t, n in zip(tasks, needs)]
+                         online=online, unsupported=unsupported) for t, n in zip(tasks, needs)]
     return Plan(verdicts, online)
 
 
+def evaluation_support(embedded: bool) -> Callable[[Task], str | None]:
+    """``unsupported(task)`` from the evaluation code's own check (``ensure_supported``): a step,
+    getter or metric that cannot run here (``embedded``: on this project's desktops)."""
+    from types import SimpleNamespace
+
+    from computer_env.osworld.errors import Unsupported
+    from computer_env.osworld.evaluate import ensure_supported
+
+    ctx: Any = SimpleNamespace(embedded=embedded)
+
+    def unsupported(task: Task) -> str | None:
+        try:
+            ensure_supported(task, ctx)
+        except Unsupported as exc:
+            return str(exc)
+        return None
+
+    return unsupported
+
+
 __all__ = ["Counts", "MISSING_APP", "NEEDS_CACHE", "OFFLINE_NETWORK", "Plan", "RUNNABLE",
-           "UNSUPPORTED", "Verdict", "classify", "make_plan"]
+           "UNSUPPORTED", "Verdict", "classify", "evaluation_support", "make_plan"]

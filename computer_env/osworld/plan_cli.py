@@ -40,7 +40,7 @@ def run_plan(args: argparse.Namespace) -> int:
     from computer_env.errors import ConfigurationError, InfraError
     from computer_env.osworld.errors import TaskLoadError
     from computer_env.osworld.needs_check import DesktopNeedsChecker, OnlineProbe
-    from computer_env.osworld.plan import make_plan
+    from computer_env.osworld.plan import evaluation_support, make_plan
     from computer_env.osworld.tasks import load_builtin_tasks, load_tasks
 
     try:
@@ -53,9 +53,11 @@ def run_plan(args: argparse.Namespace) -> int:
     print(f"{len(tasks)} tasks; asking the desktop what it has; "
           f"{'online' if online else 'offline'}", file=sys.stderr, flush=True)
     try:
-        with _desktop(args) as (client, key):
+        with (desktop := _desktop(args)) as (client, key):
+            embedded = desktop.embedded
             plan = make_plan(tasks, lambda needs: DesktopNeedsChecker().probe(client, key, needs),
-                             download_cache=args.cache_dir / "downloads", online=online)
+                             download_cache=args.cache_dir / "downloads", online=online,
+                             unsupported=evaluation_support(embedded))
     except (ConfigurationError, InfraError, RuntimeError) as exc:
         print(f"error: no desktop to ask: {exc}", file=sys.stderr)
         return 1
@@ -72,6 +74,7 @@ class _desktop:  # noqa: N801 - used as a context manager
         self.args = args
         self.provider: Any = None
         self.client: Any = None
+        self.embedded = True
 
     def __enter__(self) -> tuple[Any, str]:
         from computer_env.desktop.client import DesktopClient
@@ -86,6 +89,7 @@ class _desktop:  # noqa: N801 - used as a context manager
             handle = self.provider.start()
             url, token = handle.url, handle.token
         self.client = DesktopClient(url, token, timeout=90.0)
+        self.embedded = token is not None  # this project's desktops want a token
         return self.client, url
 
     def __exit__(self, *exc: object) -> None:
