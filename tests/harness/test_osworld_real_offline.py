@@ -1,0 +1,101 @@
+"""CI: OSWorld's real tasks that need no downloaded file and no internet, set up and scored by
+OSWorld's own code (the ``desktop-env`` package) on local desktops under ``--check-evaluators``.
+
+Every such task must score 0 after setup alone; every task with an oracle
+(``computer_env/osworld/oracles``) must score 1 after its oracle; a task without one is skipped
+as "leak check only"; a task whose needs this desktop cannot meet is skipped ``needs: <what>``.
+Nothing may fail or end unscored. One suite run, two workers (about 12 minutes on a loaded
+2-core machine).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from computer_env.osworld.needs import task_needs
+from computer_env.osworld.oracle import oracle_index
+from computer_env.osworld.tasks import load_tasks
+from tests.harness.suite import run_suite
+
+DATA = Path(os.environ.get(
+    "OSWORLD_EXAMPLES",
+    Path(__file__).resolve().parents[3] / "shared" / "osworld" / "evaluation_examples"))
+
+pytestmark = [pytest.mark.desktop,
+              pytest.mark.skipif(not DATA.is_dir(), reason="OSWorld task data not present")]
+
+MIN_ORACLES_PASSED = 30
+"""Oracle-backed tasks that must pass on a machine set up by ``make setup`` (the rest may skip
+for a need this desktop lacks, e.g. VS Code)."""
+
+SKIP_PREFIXES = ("needs: ", "leak check only", "cannot run here: ")
+
+KNOWN_ENVIRONMENT_DEFECTS: dict[str, str] = {
+    # vlc.desktop is the desktop's default video player before anyone acts (OSWorld's image
+    # defaults to Totem), so "make VLC the default" is satisfied by setup alone
+    "multi_apps/937087b6-f668-4ba6-9110-60682ee33441": "reward leak",
+    # the desktop's Chrome profile already holds profile.default_content_setting_values, which
+    # OSWorld's getter takes for "delete data on close" being on
+    "chrome/99146c54-4f37-4ab8-9327-5f3291665e1e": "reward leak",
+    # `libreoffice --impress` leaves the template dialog open; readiness waits for a document
+    "libreoffice_impress/2cd43775-7085-45d8-89fa-9e35c0a915cf": "not ready for input",
+    # the setup activates a window named "Terminal"; gnome-terminal's title here is user@host
+    "os/4783cc41-c03c-4e1b-89b4-50658f642bd5": "Terminal not found",
+}
+"""Cases that fail here for a defect of the desktop, not of the harness or the oracle, with the
+text their failure shows. Left out of the CI run (an unscored case costs its reruns); listed so
+that they stay visible until the desktop is fixed."""
+
+
+def offline_tasks() -> dict[str, list[str]]:
+    """``{domain: [ids]}`` of the test_nogdrive tasks with no file to fetch and no internet."""
+    out: dict[str, list[str]] = {}
+    for task in load_tasks(DATA, "test_nogdrive"):
+        needs = task_needs(task)
+        if not (needs.files or needs.network or needs.unsupported):
+            out.setdefault(task.domain, []).append(task.id)
+    return out
+
+
+def test_oracles_name_real_offline_tasks() -> None:
+    selected = {f"{d}/{t}" for d, ids in offline_tasks().items() for t in ids}
+    oracles = set(oracle_index())
+    assert oracles, "no oracle files found"
+    assert oracles <= selected, f"oracles for unknown or online tasks: {sorted(oracles - selected)}"
+    assert len(selected) >= 50
+    assert set(KNOWN_ENVIRONMENT_DEFECTS) <= selected
+
+
+def test_real_offline_tasks_under_check_evaluators(tmp_path: Path) -> None:
+    listing = {d: [t for t in ids if f"{d}/{t}" not in KNOWN_ENVIRONMENT_DEFECTS]
+               for d, ids in offline_tasks().items()}
+    task_list = tmp_path / "offline.json"
+    task_list.write_text(json.dumps(listing))
+    run = run_suite(tmp_path, "offline", "--osworld-root", str(DATA), "--task-list",
+                    str(task_list), "--check-evaluators", "-n", "2",
+                    timeout=3000)
+    results = run.results()
+    expected = {f"{d}/{t}" for d, ids in listing.items() for t in ids}
+    assert set(results) == expected, run.output[-3000:]
+    bad = {c: f"{r['outcome']}: {r['message'][:300]}" for c, r in results.items()
+           if r["outcome"] in ("failed", "unscored")}
+    assert not bad, json.dumps(bad, indent=1)
+    oracles = set(oracle_index())
+    passed = set()
+    for case, r in results.items():
+        if r["outcome"] == "passed":
+            assert case in oracles, f"{case} passed without an oracle"
+            assert r["evaluator"][0]["score"] == 0 and r["score"] == 1.0, r
+            passed.add(case)
+        else:
+            assert r["outcome"] == "skipped" and r["score"] is None, r
+            assert r["message"].startswith(SKIP_PREFIXES) or "metric" in r["message"] \
+                or "getter" in r["message"], f"{case}: {r['message']}"
+    assert len(passed) >= MIN_ORACLES_PASSED, (sorted(passed), run.output[-2000:])
+    # never "100 %" for tasks that only had their leak checked
+    assert all(not r["message"].startswith("leak check only") for c, r in results.items()
+               if c in oracles)
