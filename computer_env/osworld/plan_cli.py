@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -53,8 +55,7 @@ def run_plan(args: argparse.Namespace) -> int:
     print(f"{len(tasks)} tasks; asking the desktop what it has; "
           f"{'online' if online else 'offline'}", file=sys.stderr, flush=True)
     try:
-        with (desktop := _desktop(args)) as (client, key):
-            embedded = desktop.embedded
+        with _desktop(args) as (client, key, embedded):
             plan = make_plan(tasks, lambda needs: DesktopNeedsChecker().probe(client, key, needs),
                              download_cache=args.cache_dir / "downloads", online=online,
                              unsupported=evaluation_support(embedded))
@@ -67,36 +68,29 @@ def run_plan(args: argparse.Namespace) -> int:
     return 0
 
 
-class _desktop:  # noqa: N801 - used as a context manager
-    """A client for ``--vm-url``, or for a local desktop started (and closed) here."""
+@contextmanager
+def _desktop(args: argparse.Namespace) -> Iterator[tuple[Any, str, bool]]:
+    """(client, key, embedded) for ``--vm-url``, or for a local desktop started (and closed)
+    here; ``embedded``: one of this project's desktops (they want a token)."""
+    from computer_env.desktop.client import DesktopClient
+    from computer_env.desktop.providers.remote import split_url_token
 
-    def __init__(self, args: argparse.Namespace) -> None:
-        self.args = args
-        self.provider: Any = None
-        self.client: Any = None
-        self.embedded = True
+    provider: Any = None
+    if args.vm_url:
+        url, token = split_url_token(args.vm_url)
+    else:
+        from computer_env.desktop.providers.local import LocalSandboxProvider
 
-    def __enter__(self) -> tuple[Any, str]:
-        from computer_env.desktop.client import DesktopClient
-        from computer_env.desktop.providers.remote import split_url_token
-
-        if self.args.vm_url:
-            url, token = split_url_token(self.args.vm_url)
-        else:
-            from computer_env.desktop.providers.local import LocalSandboxProvider
-
-            self.provider = LocalSandboxProvider(unsandboxed=self.args.unsandboxed)
-            handle = self.provider.start()
+        provider = LocalSandboxProvider(unsandboxed=args.unsandboxed)
+    try:
+        if provider is not None:
+            handle = provider.start()
             url, token = handle.url, handle.token
-        self.client = DesktopClient(url, token, timeout=90.0)
-        self.embedded = token is not None  # this project's desktops want a token
-        return self.client, url
-
-    def __exit__(self, *exc: object) -> None:
-        if self.client is not None:
-            self.client.close()
-        if self.provider is not None:
-            self.provider.close()
+        with DesktopClient(url, token, timeout=90.0) as client:
+            yield client, url, token is not None
+    finally:
+        if provider is not None:
+            provider.close()
 
 
 __all__ = ["add_plan_parser", "run_plan"]
