@@ -15,6 +15,10 @@ from urllib.parse import quote
 
 __all__ = ["evidence_section"]
 
+ROLE_LABELS = {"result": "result (what the agent produced)",
+               "expected": "expected",
+               "other": "also written while scoring (e.g. by postconfig)"}
+
 
 def _e(value: Any) -> str:
     return escape("" if value is None else str(value), quote=True)
@@ -60,7 +64,8 @@ def evidence_section(task_dir: Path, result: dict[str, Any], *, inline: bool = F
         path = _inside(task_dir, f.get("path"))
         name = _e(f.get("path") or f.get("source"))
         link = f'<a href="{_e(quote(str(f.get("path"))))}">{name}</a>' if path else name
-        files.append(f"<li>{_e(f.get('role'))}: {link} ({_e(f.get('bytes'))} bytes)"
+        role = ROLE_LABELS.get(str(f.get("role")), str(f.get("role")))
+        files.append(f"<li>{_e(role)}: {link} ({_e(f.get('bytes'))} bytes)"
                      f"{' — ' + _e(f.get('note')) if f.get('note') else ''}</li>")
     if files:
         parts.append("<p>files the evaluator read (kept):</p><ul>" + "".join(files) + "</ul>")
