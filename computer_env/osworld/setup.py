@@ -298,5 +298,5 @@ def run_setup(
     return report
 
 
-__all__ = ["SetupReport", "StepTiming", "UNSUPPORTED_STEPS", "check_steps", "run_setup", "seed_downloads",
-           "step_problem", "upstream_setup_controller"]
+__all__ = ["SetupReport", "StepTiming", "UNSUPPORTED_STEPS", "check_steps", "run_setup",
+           "seed_downloads", "step_problem", "upstream_setup_controller"]
