@@ -11,15 +11,19 @@ export SAL_USE_VCLPLUGIN=gtk3
 export NO_AT_BRIDGE=0
 cd "$HOME"
 
-Xvfb "$DISPLAY" -screen 0 "${SCREEN_WIDTH}x${SCREEN_HEIGHT}x24" -nolisten tcp -extension GLX \
+# /tmp is a fresh size-capped tmpfs: the X socket folder must be made (Xvfb, not root, won't)
+mkdir -m 1777 -p /tmp/.X11-unix 2>/dev/null || true
+# -noreset: no server reset when the last client leaves (a check right then would fail)
+Xvfb "$DISPLAY" -screen 0 "${SCREEN_WIDTH}x${SCREEN_HEIGHT}x24" -nolisten tcp -noreset -extension GLX \
     >/tmp/xvfb.log 2>&1 &
 
 # Wait for the display (readiness with a timeout, not a fixed sleep).
-for _ in $(seq 1 200); do
-    if xdpyinfo >/dev/null 2>&1; then break; fi
+up=0
+for _ in $(seq 1 1200); do
+    if xdpyinfo >/dev/null 2>&1; then up=1; break; fi
     sleep 0.05
 done
-xdpyinfo >/dev/null 2>&1 || { echo "entrypoint: Xvfb on $DISPLAY did not come up in 10s" >&2; cat /tmp/xvfb.log >&2; exit 1; }
+[ "$up" = 1 ] || { echo "entrypoint: Xvfb on $DISPLAY did not come up in 60s" >&2; cat /tmp/xvfb.log >&2; exit 1; }
 
 mkdir -p "${XDG_RUNTIME_DIR:-/run/user/1000}" 2>/dev/null || true
 # The session bus listens on /run/user/1000/bus too (OSWorld's tasks export that address).
