@@ -21,12 +21,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from computer_env.errors import SetupError
 from computer_env.osworld.needs import TaskNeeds, program_label
 
 logger = logging.getLogger(__name__)
 
-PROBE_TIMEOUT_S = 60.0
-"""How long the desktop may take to answer the inventory request."""
+PROBE_TIMEOUT_S = 110.0
+"""How long the desktop may take to answer the inventory request (OSWorld's /execute: 120 s)."""
+
+WORKS_TIMEOUT_S = 15
+"""How long one :data:`WORKS` check may take (``timedatectl`` waits for a D-Bus service that a
+sandbox does not have)."""
 
 WORKS: dict[str, str] = {
     "timedatectl": "timedatectl status",
@@ -92,7 +97,8 @@ def probe_script(programs: Iterable[str], modules: Iterable[tuple[str, str]],
         works = WORKS.get(program_label(prog))
         if works:
             lines.append(f"if ! command -v -- {q} >/dev/null 2>&1; then echo p:{q}; "
-                         f"elif ( {works} ) >/dev/null 2>&1 </dev/null; then echo P:{q}; "
+                         f"elif timeout {WORKS_TIMEOUT_S} bash -c {shlex.quote(works)} "
+                         f">/dev/null 2>&1 </dev/null; then echo P:{q}; "
                          f"else echo b:{q}; fi")
         else:
             lines.append(f"if command -v -- {q} >/dev/null 2>&1; then echo P:{q}; "
@@ -167,8 +173,8 @@ class DesktopNeedsChecker:
         output = str(getattr(result, "output", "") or "")
         if "P:" not in output and "p:" not in output and programs:
             # no answer at all: the desktop could not even run bash; every need stays unknown
-            raise RuntimeError(f"the desktop did not answer the needs probe: "
-                               f"{getattr(result, 'error', '')!s:.300}")
+            raise SetupError(f"the desktop did not answer the needs probe: "
+                             f"{getattr(result, 'error', '')!s:.300}")
         parse_probe(output, inv, programs, modules, schemas)
         return inv
 

@@ -59,7 +59,7 @@ def run_plan(args: argparse.Namespace) -> int:
             plan = make_plan(tasks, lambda needs: DesktopNeedsChecker().probe(client, key, needs),
                              download_cache=args.cache_dir / "downloads", online=online,
                              unsupported=evaluation_support(embedded))
-    except (ConfigurationError, InfraError, RuntimeError) as exc:
+    except (ConfigurationError, InfraError) as exc:
         print(f"error: no desktop to ask: {exc}", file=sys.stderr)
         return 1
     print(plan.table())

@@ -101,7 +101,7 @@ def test_probe_answer_is_parsed_and_unanswered_counts_missing() -> None:
     inv.programs["gsettings"] = True
     assert inv.missing(needs) == ["nope", "gsettings schema org.gnome.desktop.x"]
     # installed but not working (no systemd here): its own reason
-    assert "elif ( timedatectl status )" in probe_script(["timedatectl"], [], False)
+    assert "bash -c 'timedatectl status'" in probe_script(["timedatectl"], [], False)
     parse_probe("b:timedatectl\n", inv, ["timedatectl"], [], False)
     tz = parse_task({"id": "tz", "instruction": "UTC", "evaluator": {
         "func": "is_utc_0", "result": {"type": "vm_command_line", "command": "timedatectl status",

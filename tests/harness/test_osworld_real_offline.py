@@ -45,6 +45,9 @@ KNOWN_ENVIRONMENT_DEFECTS: dict[str, str] = {
     "libreoffice_impress/2cd43775-7085-45d8-89fa-9e35c0a915cf": "not ready for input",
     # the setup activates a window named "Terminal"; gnome-terminal's title here is user@host
     "os/4783cc41-c03c-4e1b-89b4-50658f642bd5": "Terminal not found",
+    # OSWorld's postconfig opens a terminal with ctrl+alt+t and types `stty size` 0.5 s later;
+    # on a loaded machine the keys arrive before the terminal window (output without the line)
+    "os/13584542-872b-42d8-b299-866967b5c3ef": "check_include_exclude = 0",
 }
 """Cases that fail here for a defect of the desktop, not of the harness or the oracle, with the
 text their failure shows. Left out of the CI run (an unscored case costs its reruns); listed so
