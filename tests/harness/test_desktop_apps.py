@@ -155,6 +155,7 @@ APPS = {  # command -> the WM_CLASS its main window must show
     "/usr/bin/thunderbird": "Mail.thunderbird",
     "libreoffice --impress": "libreoffice-impress",
 }
+TITLES = ("Untitled 1 - LibreOffice Impress",)  # not the template chooser
 
 
 def test_osworld_apps_open_their_windows(handle: DesktopHandle) -> None:
@@ -169,7 +170,9 @@ def test_osworld_apps_open_their_windows(handle: DesktopHandle) -> None:
 
     out = wait_for(all_up, "every app's window: " + ", ".join(APPS.values()), timeout=180,
                    interval=1.0)
-    for unwanted in ("Privacy and Network", "Tip of the Day", "GIMP Tip", "Welcome to"):
+    wait_for(lambda: all(t in windows(handle) for t in TITLES), f"windows {TITLES}", timeout=60)
+    for unwanted in ("Privacy and Network", "Tip of the Day", "GIMP Tip", "Welcome to",
+                     "Select a Template"):
         assert unwanted not in out, out
     status = sh(handle, "curl -s -m 5 -u :password http://127.0.0.1:8080/requests/status.xml")
     assert "<state>" in status["output"], status  # VLC's HTTP interface (OSWorld's getters)
@@ -198,7 +201,10 @@ def test_gnome_terminal_output_is_readable(handle: DesktopHandle) -> None:
             timeout=60)
     assert "echo osworld-$((6*7))" in text
     title = windows(handle)
-    assert "user@desktop: ~" in title, title  # Ubuntu-like title (task 48c46dc7 reads it)
+    assert "user@desktop: ~ - Terminal" in title, title  # Ubuntu-like title (48c46dc7 reads it)
+    with _client(handle) as c:  # and OSWorld's setups activate it by "Terminal" (4783cc41)
+        activated = c.post("/setup/activate_window", json={"window_name": "Terminal"})
+    assert activated.json().get("status") != "not_found", activated.text
 
 
 def test_a_port_can_be_listened_on_again(desktop: LocalSandboxProvider) -> None:

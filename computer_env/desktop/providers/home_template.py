@@ -32,6 +32,8 @@ _LO_ITEMS: list[tuple[str, str, str, str]] = [
     ("/org.openoffice.Setup/Product", "LastTimeDonateShown", "long", "1999999999"),
     ("/org.openoffice.Setup/Product", "LastTimeGetInvolvedShown", "long", "1999999999"),
     ("/org.openoffice.Office.Common/Misc", "ShowDonation", "boolean", "false"),
+    # `libreoffice --impress` opens an empty presentation, not the template chooser
+    ("/org.openoffice.Office.Impress/Misc/NewDoc", "AutoPilot", "boolean", "false"),
     ("/org.openoffice.Office.Common/Security/Scripting", "MacroSecurityLevel", "int", "3"),
     ("/org.openoffice.Office.Jobs/Jobs/org.openoffice.Office.Jobs:Job['UpdateCheck']/Arguments",
      "AutoCheckEnabled", "boolean", "false"),
@@ -81,8 +83,9 @@ XDG_PUBLICSHARE_DIR="$HOME/Public"
 
 _BASHRC = """\
 export PS1='user@desktop:\\w\\$ '
-# gnome-terminal's title is "user@host: dir", as with Ubuntu's .bashrc (xterm keeps its own)
-if [ -n "${VTE_VERSION:-}" ]; then PS1="\\[\\e]0;\\u@\\h: \\w\\a\\]$PS1"; fi
+# gnome-terminal's title is "user@host: dir" as with Ubuntu's .bashrc, plus " - Terminal" (the
+# name OSWorld's setups activate it by); xterm keeps its own title
+if [ -n "${VTE_VERSION:-}" ]; then PS1="\\[\\e]0;\\u@\\h: \\w - Terminal\\a\\]$PS1"; fi
 export LANG=C.UTF-8
 alias ll='ls -l'
 """
