@@ -11,6 +11,9 @@ host's loopback only (no sandbox, container or VM reaches the host's 127.0.0.1) 
   another user cannot relay a desktop's request to it);
 - keeps a short journal of the HTTP exchanges, so that callers can check what OSWorld's
   ``SetupController`` only logs (a command's exit status, a window that was not found).
+
+An unsandboxed local desktop (only when asked for explicitly) runs as this host user on this
+host's loopback, so its processes can reach the gateway, as they can reach everything else here.
 """
 
 from __future__ import annotations
