@@ -29,6 +29,9 @@ logger = logging.getLogger(__name__)
 PROBE_TIMEOUT_S = 110.0
 """How long the desktop may take to answer the inventory request (OSWorld's /execute: 120 s)."""
 
+PROBE_END = "END:needs-probe"
+"""The probe's last line: without it, the answer is incomplete."""
+
 WORKS_TIMEOUT_S = 15
 """How long one :data:`WORKS` check may take (``timedatectl`` waits for a D-Bus service that a
 sandbox does not have)."""
@@ -113,7 +116,7 @@ def probe_script(programs: Iterable[str], modules: Iterable[tuple[str, str]],
     if schemas:
         lines.append("command -v gsettings >/dev/null 2>&1 && "
                      "gsettings list-schemas 2>/dev/null | sed 's/^/S:/'; echo S-END")
-    return "\n".join(lines) + "\n"
+    return "\n".join([*lines, f"echo {PROBE_END}"]) + "\n"
 
 
 def parse_probe(output: str, inv: DesktopInventory, programs: Iterable[str],
@@ -171,8 +174,8 @@ class DesktopNeedsChecker:
         script = probe_script(programs, modules, schemas)
         result = client.execute(["bash", "-c", script], timeout=PROBE_TIMEOUT_S)
         output = str(getattr(result, "output", "") or "")
-        if "P:" not in output and "p:" not in output and programs:
-            # no answer at all: the desktop could not even run bash; every need stays unknown
+        if PROBE_END not in output.splitlines():
+            # no (whole) answer: the desktop could not run bash, or it timed out
             raise SetupError(f"the desktop did not answer the needs probe: "
                              f"{getattr(result, 'error', '')!s:.300}")
         parse_probe(output, inv, programs, modules, schemas)

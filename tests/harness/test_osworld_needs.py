@@ -100,6 +100,24 @@ def test_probe_answer_is_parsed_and_unanswered_counts_missing() -> None:
     inv.programs["/usr/bin/nope"] = False
     inv.programs["gsettings"] = True
     assert inv.missing(needs) == ["nope", "gsettings schema org.gnome.desktop.x"]
+    # an answer without its last line is no answer; a broken program alone is an answer
+    class Answers:
+        """A desktop answering the probe with fixed text: a real one cannot be made to cut its
+        answer short on demand."""
+
+        def __init__(self, output: str) -> None:
+            self.output, self.error = output, ""
+
+        def execute(self, command, *, shell=False, timeout=None):
+            return self
+
+    from computer_env.errors import SetupError
+
+    with pytest.raises(SetupError, match="did not answer"):
+        DesktopNeedsChecker().missing(Answers("P:bash\n"), "d", needs)
+    broken = DesktopNeedsChecker().missing(Answers("b:/usr/bin/nope\nb:gsettings\nS-END\n"
+                                                   "END:needs-probe\n"), "d", needs)
+    assert broken[0] == "nope (installed, but it does not work in this desktop)"
     # installed but not working (no systemd here): its own reason
     assert "bash -c 'timedatectl status'" in probe_script(["timedatectl"], [], False)
     parse_probe("b:timedatectl\n", inv, ["timedatectl"], [], False)
