@@ -41,10 +41,6 @@ KNOWN_ENVIRONMENT_DEFECTS: dict[str, str] = {
     # the desktop's Chrome profile already holds profile.default_content_setting_values, which
     # OSWorld's getter takes for "delete data on close" being on
     "chrome/99146c54-4f37-4ab8-9327-5f3291665e1e": "reward leak",
-    # `libreoffice --impress` leaves the template dialog open; readiness waits for a document
-    "libreoffice_impress/2cd43775-7085-45d8-89fa-9e35c0a915cf": "not ready for input",
-    # the setup activates a window named "Terminal"; gnome-terminal's title here is user@host
-    "os/4783cc41-c03c-4e1b-89b4-50658f642bd5": "Terminal not found",
     # OSWorld's postconfig opens a terminal with ctrl+alt+t and types `stty size` 0.5 s later;
     # on a loaded machine the keys arrive before the terminal window (output without the line)
     "os/13584542-872b-42d8-b299-866967b5c3ef": "check_include_exclude = 0",
