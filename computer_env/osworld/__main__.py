@@ -14,9 +14,7 @@ import sys
 from pathlib import Path
 
 from computer_env.osworld.download import prefetch
-from computer_env.osworld.plan_cli import add_plan_parser, run_plan
-from computer_env.osworld.tasks import load_builtin_tasks, load_tasks
-from computer_env.osworld.errors import TaskLoadError
+from computer_env.osworld.plan_cli import add_plan_parser, load_args_tasks, run_plan
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -36,11 +34,8 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING)
     if args.command == "plan":
         return run_plan(args)
-    try:
-        tasks = (load_tasks(args.osworld_root, args.task_list, args.domain) if args.osworld_root
-                 else load_builtin_tasks(args.task_list, args.domain))
-    except TaskLoadError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+    tasks = load_args_tasks(args)
+    if tasks is None:
         return 2
 
     def progress(i: int, n: int, url: str, status: str) -> None:

@@ -37,19 +37,28 @@ def add_plan_parser(sub: Any) -> None:
                    help="also print the counts as one JSON object on the last line")
 
 
-def run_plan(args: argparse.Namespace) -> int:
-    """Load the tasks, ask a desktop what it has, print the table (and the JSON line)."""
-    from computer_env.errors import ConfigurationError, InfraError
+def load_args_tasks(args: argparse.Namespace) -> list[Any] | None:
+    """The tasks ``--osworld-root``, ``--task-list`` and ``--domain`` name (built-in ones without a
+    root); None, the error printed, when they do not load."""
     from computer_env.osworld.errors import TaskLoadError
-    from computer_env.osworld.needs_check import DesktopNeedsChecker, OnlineProbe
-    from computer_env.osworld.plan import evaluation_support, make_plan
     from computer_env.osworld.tasks import load_builtin_tasks, load_tasks
 
     try:
-        tasks = (load_tasks(args.osworld_root, args.task_list, args.domain) if args.osworld_root
-                 else load_builtin_tasks(args.task_list, args.domain))
+        return (load_tasks(args.osworld_root, args.task_list, args.domain) if args.osworld_root
+                else load_builtin_tasks(args.task_list, args.domain))
     except TaskLoadError as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return None
+
+
+def run_plan(args: argparse.Namespace) -> int:
+    """Load the tasks, ask a desktop what it has, print the table (and the JSON line)."""
+    from computer_env.errors import ConfigurationError, InfraError
+    from computer_env.osworld.needs_check import DesktopNeedsChecker, OnlineProbe
+    from computer_env.osworld.plan import evaluation_support, make_plan
+
+    tasks = load_args_tasks(args)
+    if tasks is None:
         return 2
     online = args.online if args.online is not None else OnlineProbe(args.net_probe_url)()
     print(f"{len(tasks)} tasks; asking the desktop what it has; "
