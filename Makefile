@@ -15,7 +15,7 @@ APT_PACKAGES := xvfb xdotool wmctrl openbox x11-utils xterm x11-xserver-utils xa
 	bubblewrap iproute2 iptables at-spi2-core dbus dbus-x11 python3-gi gir1.2-atspi-2.0 \
 	tinyproxy ffmpeg imagemagick procps psmisc curl ca-certificates git \
 	docker.io debootstrap \
-	libreoffice-impress gimp vlc thunderbird gnome-terminal nautilus gedit \
+	libreoffice-impress gimp vlc totem thunderbird gnome-terminal nautilus gedit \
 	pulseaudio pulseaudio-utils socat expect dconf-cli dconf-gsettings-backend \
 	gsettings-desktop-schemas gnome-shell-common gnome-settings-daemon-common libglib2.0-bin \
 	zip unzip bc jq xsel

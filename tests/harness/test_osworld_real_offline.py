@@ -35,9 +35,6 @@ for a need this desktop lacks, e.g. VS Code)."""
 SKIP_PREFIXES = ("needs: ", "leak check only", "cannot run here: ")
 
 KNOWN_ENVIRONMENT_DEFECTS: dict[str, str] = {
-    # vlc.desktop is the desktop's default video player before anyone acts (OSWorld's image
-    # defaults to Totem), so "make VLC the default" is satisfied by setup alone
-    "multi_apps/937087b6-f668-4ba6-9110-60682ee33441": "reward leak",
     # the desktop's Chrome profile already holds profile.default_content_setting_values, which
     # OSWorld's getter takes for "delete data on close" being on
     "chrome/99146c54-4f37-4ab8-9327-5f3291665e1e": "reward leak",

@@ -90,6 +90,14 @@ export LANG=C.UTF-8
 alias ll='ls -l'
 """
 
+# the video types whose default OSWorld's default_video_player getter asks xdg-mime about; as on
+# Ubuntu, the default video player is Totem (GNOME Videos), not VLC
+_VIDEO_TYPES = ("3gp 3gpp 3gpp2 avi divx dv fli flv mp2t mp4 mp4v-es mpeg mpeg-system msvideo ogg "
+                "quicktime vnd.divx vnd.mpegurl vnd.rn-realvideo webm x-anim x-avi x-flc x-fli "
+                "x-flv x-m4v x-matroska x-mpeg x-mpeg-system x-mpeg2 x-ms-asf x-ms-asf-plugin "
+                "x-ms-asx x-ms-wm x-ms-wmv x-ms-wmx x-ms-wvx x-msvideo x-nsv x-ogm x-ogm+ogg "
+                "x-theora x-theora+ogg").split()
+
 _MIMEAPPS = """\
 [Default Applications]
 text/plain=org.xfce.mousepad.desktop
@@ -105,13 +113,12 @@ application/vnd.oasis.opendocument.presentation=libreoffice-impress.desktop
 application/vnd.openxmlformats-officedocument.presentationml.presentation=libreoffice-impress.desktop
 application/vnd.ms-powerpoint=libreoffice-impress.desktop
 inode/directory=org.gnome.Nautilus.desktop
-video/mp4=vlc.desktop
-video/x-matroska=vlc.desktop
 audio/mpeg=vlc.desktop
 image/png=gimp.desktop
 image/jpeg=gimp.desktop
 x-scheme-handler/mailto=thunderbird.desktop
 """
+_MIMEAPPS += "".join(f"video/{t}=org.gnome.Totem.desktop\n" for t in _VIDEO_TYPES)
 
 _VLCRC = """\
 [qt]
