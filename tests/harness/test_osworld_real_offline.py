@@ -35,9 +35,6 @@ for a need this desktop lacks, e.g. VS Code)."""
 SKIP_PREFIXES = ("needs: ", "leak check only", "cannot run here: ")
 
 KNOWN_ENVIRONMENT_DEFECTS: dict[str, str] = {
-    # the desktop's Chrome profile already holds profile.default_content_setting_values, which
-    # OSWorld's getter takes for "delete data on close" being on
-    "chrome/99146c54-4f37-4ab8-9327-5f3291665e1e": "reward leak",
     # OSWorld's postconfig opens a terminal with ctrl+alt+t and types `stty size` 0.5 s later;
     # on a loaded machine the keys arrive before the terminal window (output without the line)
     "os/13584542-872b-42d8-b299-866967b5c3ef": "check_include_exclude = 0",

@@ -81,8 +81,12 @@ case " $* " in
 esac
 export CHROME_WRAPPER=/opt/desktop/bin/google-chrome CHROME_DESKTOP=google-chrome.desktop
 export HOLO_CHROME_EXE=__CHROME_LINK__
+# Local Network Access checks came after the Chrome of OSWorld's image; with them, Chromium's first
+# start writes profile.default_content_setting_values (a migration marker), which a fresh
+# Chrome profile there lacks and which OSWorld's data_delete_automacally getter reads as "on".
 exec /opt/desktop/bin/chromium --no-first-run \
-    --no-default-browser-check --password-store=basic --disable-component-update "$@"
+    --no-default-browser-check --password-store=basic --disable-component-update \
+    --disable-features=LocalNetworkAccessChecks "$@"
 """
 
 _SUDO = r"""#!/bin/bash
