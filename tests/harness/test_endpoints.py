@@ -213,8 +213,10 @@ def test_unknown_model_is_a_configuration_error_before_any_task(tmp_path: Path,
 @pytest.mark.desktop
 def test_attach_run_sends_the_api_key_and_never_writes_it(tmp_path: Path, reference_pair) -> None:
     a, b = reference_pair
+    judge_key = "jk-holo-test-" + uuid.uuid4().hex  # on the command line, never used
     run = run_suite(tmp_path, "att", "--task-list", str(_one_task_file(tmp_path)), "-n0",
-                    "--base-url", a.url, "--base-url", b.url, "--api-key", SECRET, *FAST,
+                    "--base-url", a.url, "--base-url", b.url, "--api-key", SECRET,
+                    f"--judge-api-key={judge_key}", "--live", "--watch", *FAST,
                     *_cache(tmp_path))
     assert run.rc == 0, run.output[-3000:]
     (result,) = run.results().values()
@@ -226,8 +228,17 @@ def test_attach_run_sends_the_api_key_and_never_writes_it(tmp_path: Path, refere
     # the endpoint refuses chat requests without the key (401): it answered, so the key was sent
     assert a.request_count >= 2 and b.request_count == 0
     assert "REFERENCE POLICY" not in run.output
-    assert _files_containing(tmp_path, SECRET) == []
-    assert SECRET not in run.output
+    # no key in any file of the run (summary.json/csv, report, result, trajectory, replay,
+    # watch page, logs) nor on the terminal
+    written = {p.name for p in run.run_dir.rglob("*") if p.is_file()}
+    assert {"summary.json", "summary.csv", "report.html", "result.json"} <= written, written
+    for key in (SECRET, judge_key):
+        assert _files_containing(tmp_path, key) == []
+        assert key not in run.output
+    # the resume command refers to the keys' environment twins instead
+    resume = run.summary["run"]["resume_command"]
+    assert '--api-key "$HOLO_API_KEY"' in resume, resume
+    assert '--judge-api-key "$HOLO_JUDGE_API_KEY"' in resume, resume
 
 
 @pytest.mark.desktop

@@ -24,7 +24,8 @@ from computer_env.osworld.explain import explain_files
 from fixtures.progress import Estimator, Tally, case_key_of, format_eta, result_line
 from fixtures.report_html import summary_html
 from fixtures.results import TaskResult, task_dir, write_result
-from fixtures.runstate import RunState, format_run_state, not_run_ids, resume_command
+from fixtures.runstate import (RunState, format_run_state, is_secret_option, not_run_ids,
+                               resume_command)
 from fixtures.summary import Summary, format_summary, summarize, summary_csv
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -87,6 +88,26 @@ def test_resume_command_keeps_the_selection_and_names_the_run() -> None:
                                 "--run", "r1"]
     assert resume_command(["--run=x", "--resume"], "x", argv0="/p/pytest/__main__.py") == \
         "python -m pytest --resume --run x"
+
+
+def test_resume_command_names_no_secret_and_refers_to_the_environment() -> None:
+    key, judge, token = "sk-resume-" + "k" * 12, "jk-resume-" + "j" * 12, "tok-" + "t" * 12
+    cmd = resume_command(["tests/osworld", "--api-key", key, f"--judge-api-key={judge}",
+                          "--vm-url", f"http://h:5000#{token}", "--vm-url", "http://g:5000",
+                          "--turn-tokens", "4096", "--pass-threshold", "0.5"], "r1",
+                         argv0="pytest")
+    assert key not in cmd and judge not in cmd and token not in cmd
+    # the shell fills the key in from the option's environment twin
+    assert '--api-key "$HOLO_API_KEY"' in cmd and '--judge-api-key "$HOLO_JUDGE_API_KEY"' in cmd
+    assert shlex.split(cmd) == ["pytest", "tests/osworld", "--api-key", "$HOLO_API_KEY",
+                                "--judge-api-key", "$HOLO_JUDGE_API_KEY", "--vm-url",
+                                "$HOLO_VM_URLS", "--vm-url", "http://g:5000", "--turn-tokens",
+                                "4096", "--pass-threshold", "0.5", "--resume", "--run", "r1"]
+    # a key-like option without an environment twin is dropped with its value
+    assert resume_command(["--hf-token", token, "-k", "x"], "r", argv0="pytest") == \
+        "pytest -k x --resume --run r"
+    assert is_secret_option("--api-key") and is_secret_option("--db-password")
+    assert not is_secret_option("--turn-tokens") and not is_secret_option("--pass-threshold")
 
 
 def test_not_run_ids_keep_selection_order() -> None:
