@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from computer_env.errors import ConfigurationError, SetupError
+from computer_env.errors import SetupError
 from computer_env.osworld import (
     OSWorldComputerEnv,
     Task,
@@ -32,6 +32,7 @@ from computer_env.osworld import (
 )
 from computer_env.osworld.assets import AssetServer
 from computer_env.osworld.builtin import BUILTIN_ROOT, load_solutions, task_ids
+from localdesk import local_desktop
 
 TASKS: list[Task] = load_builtin_tasks()
 SMOKE: list[Task] = load_builtin_tasks("test_smoke")
@@ -136,17 +137,8 @@ def assets() -> Iterator[AssetServer]:
 
 @pytest.fixture(scope="module")
 def desktop(assets: AssetServer) -> Iterator[Any]:
-    from computer_env.desktop.providers.local import LocalSandboxProvider
-
-    provider = LocalSandboxProvider()
-    provider.allow_host_port(assets.port)
-    try:
-        provider.start()
-    except ConfigurationError as exc:
-        provider.close()
-        pytest.skip(f"no local desktop here: {exc}")
-    yield provider
-    provider.close()
+    with local_desktop(allow_ports=[assets.port], skip_unavailable=True) as provider:
+        yield provider
 
 
 @pytest.fixture(scope="module")

@@ -13,6 +13,7 @@ import pytest
 
 from computer_env.desktop.providers.base import DesktopHandle
 from computer_env.desktop.providers.local import LocalSandboxProvider
+from localdesk import guest_sh, local_desktop
 from polling import wait_for
 
 pytestmark = [
@@ -35,11 +36,7 @@ def _client(handle: DesktopHandle) -> httpx.Client:
                         timeout=120.0)
 
 
-def sh(handle: DesktopHandle, command: str) -> dict:
-    with _client(handle) as c:
-        resp = c.post("/execute", json={"command": command, "shell": True})
-    assert resp.status_code == 200, resp.text
-    return resp.json()
+sh = guest_sh
 
 
 def launch(handle: DesktopHandle, command: str | list[str]) -> None:
@@ -54,12 +51,8 @@ def windows(handle: DesktopHandle) -> str:
 
 @pytest.fixture(scope="module")
 def desktop() -> Iterator[LocalSandboxProvider]:
-    provider = LocalSandboxProvider(width=1280, height=800)
-    try:
-        provider.start()
+    with local_desktop(width=1280, height=800) as provider:
         yield provider
-    finally:
-        provider.close()
 
 
 @pytest.fixture()

@@ -22,6 +22,7 @@ from computer_env.desktop.providers.session import SandboxSession
 from computer_env.errors import ResourceLimitError
 from fixtures.outcomes import classify
 from fixtures.pool import VMPool
+from localdesk import guest_sh, local_desktop
 from polling import wait_for
 
 pytestmark = [
@@ -31,12 +32,7 @@ pytestmark = [
 ]
 
 
-def sh(handle: DesktopHandle, command: str, timeout: float = 120.0) -> dict:
-    with httpx.Client(base_url=handle.url, headers={"Authorization": f"Bearer {handle.token}"},
-                      timeout=timeout) as c:
-        resp = c.post("/execute", json={"command": command, "shell": True})
-    assert resp.status_code == 200, resp.text
-    return resp.json()
+sh = guest_sh
 
 
 def _cgroup_dirs(provider: LocalSandboxProvider) -> list[Path]:
@@ -56,12 +52,8 @@ def _read(dirs: list[Path], *names: str) -> str:
 
 @pytest.fixture(scope="module")
 def desktop() -> Iterator[LocalSandboxProvider]:
-    provider = LocalSandboxProvider(width=800, height=600)
-    try:
-        provider.start()
+    with local_desktop(width=800, height=600) as provider:
         yield provider
-    finally:
-        provider.close()
 
 
 @pytest.fixture()

@@ -26,6 +26,7 @@ from computer_env.desktop.providers import netns
 from computer_env.desktop.providers.base import DesktopHandle
 from computer_env.desktop.providers.local import LocalSandboxProvider
 from computer_env.errors import ConfigurationError
+from localdesk import local_desktop
 from polling import wait_for
 
 pytestmark = [
@@ -59,12 +60,8 @@ def _sandbox_uid(provider: LocalSandboxProvider) -> int:
 
 @pytest.fixture(scope="module")
 def desktop() -> Iterator[LocalSandboxProvider]:
-    provider = LocalSandboxProvider(width=1280, height=800)
-    try:
-        provider.start()
+    with local_desktop(width=1280, height=800) as provider:
         yield provider
-    finally:
-        provider.close()
 
 
 class _Hello(http.server.BaseHTTPRequestHandler):

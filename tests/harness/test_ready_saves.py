@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from computer_env.errors import ConfigurationError, EvaluatorInfraError, SetupError
+from computer_env.errors import EvaluatorInfraError, SetupError
 from computer_env.osworld import TaskContext, load_builtin_tasks, run_setup
 from computer_env.osworld.assets import AssetServer, private_assets
 from computer_env.osworld.context import default_vars
@@ -30,6 +30,7 @@ from computer_env.osworld.ready import (
 from computer_env.osworld.saves import evaluated_files, wait_for_saves
 from computer_env.osworld.tasks import parse_task
 from fixtures.outcomes import classify
+from localdesk import local_desktop
 
 TASKS = {t.id: t for t in load_builtin_tasks()}
 
@@ -82,17 +83,8 @@ def assets() -> Iterator[AssetServer]:
 
 @pytest.fixture(scope="module")
 def desktop(assets: AssetServer) -> Iterator[Any]:
-    from computer_env.desktop.providers.local import LocalSandboxProvider
-
-    provider = LocalSandboxProvider()
-    provider.allow_host_port(assets.port)
-    try:
-        provider.start()
-    except ConfigurationError as exc:
-        provider.close()
-        pytest.skip(f"no local desktop here: {exc}")
-    yield provider
-    provider.close()
+    with local_desktop(allow_ports=[assets.port], skip_unavailable=True) as provider:
+        yield provider
 
 
 def _context(desktop: Any, assets: AssetServer, tmp_path: Path, task_id: str) -> TaskContext:
