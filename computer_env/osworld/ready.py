@@ -153,7 +153,8 @@ print(_j.dumps(_o))
 '''
 
 
-def _last_json(text: str) -> dict[str, Any] | None:
+def last_json(text: str | None) -> dict[str, Any] | None:
+    """The last line of a probe's output that is a JSON object (None when there is none)."""
     for line in reversed((text or "").strip().splitlines()):
         try:
             value = json.loads(line)
@@ -167,7 +168,7 @@ def _last_json(text: str) -> dict[str, Any] | None:
 def x_window_state(client: Any, *, ping_s: float = 2.0) -> dict[str, Any]:
     """The active window (id, class, title, viewable, focused, pong) as the desktop sees it."""
     res = client.run_pyautogui(_X_PROBE % {"ping_s": repr(float(ping_s))})
-    state = _last_json(getattr(res, "output", ""))
+    state = last_json(getattr(res, "output", ""))
     if state is None:
         err = (getattr(res, "error", "") or "").strip().splitlines()
         return {"error": err[-1] if err else "no answer from the window probe"}
@@ -177,7 +178,7 @@ def x_window_state(client: Any, *, ping_s: float = 2.0) -> dict[str, Any]:
 def office_state(client: Any, title: str) -> dict[str, Any]:
     """LibreOffice's frame as its accessibility tree shows it (see ``ready_probe.py``)."""
     res = client.execute(["/usr/bin/python3", "-c", _PROBE_SOURCE, title], timeout=60)
-    state = _last_json(getattr(res, "output", ""))
+    state = last_json(getattr(res, "output", ""))
     if state is None:
         err = (getattr(res, "error", "") or "").strip().splitlines()
         return {"error": err[-1] if err else "no answer from the accessibility probe"}

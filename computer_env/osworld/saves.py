@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from computer_env.errors import EvaluatorInfraError
+from computer_env.osworld.ready import last_json
 from computer_env.osworld.tasks import Task
 
 logger = logging.getLogger(__name__)
@@ -101,13 +102,9 @@ def evaluated_files(task: Task, vars: dict[str, str] | None = None) -> list[str]
 
 def _state(client: Any, files: list[str]) -> dict[str, Any]:
     res = client.execute(["/usr/bin/python3", "-c", _PROBE, *files], timeout=60)
-    for line in reversed((getattr(res, "output", "") or "").strip().splitlines()):
-        try:
-            value = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(value, dict):
-            return value
+    value = last_json(getattr(res, "output", ""))
+    if value is not None:
+        return value
     err = (getattr(res, "error", "") or "").strip().splitlines()
     return {"error": err[-1] if err else "no answer from the file probe"}
 
