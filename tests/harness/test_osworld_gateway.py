@@ -16,6 +16,7 @@ import httpx
 import pytest
 
 from computer_env.desktop.client import DesktopClient
+from localdesk import local_desktop
 from polling import wait_for
 
 pytestmark = [
@@ -27,14 +28,8 @@ pytestmark = [
 
 @pytest.fixture(scope="module")
 def desktop() -> Iterator[Any]:
-    from computer_env.desktop.providers.local import LocalSandboxProvider
-
-    provider = LocalSandboxProvider(width=1280, height=720)
-    provider.start()
-    try:
+    with local_desktop(width=1280, height=720) as provider:
         yield provider
-    finally:
-        provider.close()
 
 
 def _osworld_addr(handle: Any) -> tuple[str, int]:

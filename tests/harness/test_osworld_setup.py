@@ -32,6 +32,7 @@ from computer_env.osworld import (
 from computer_env.osworld.download import cache_path
 from computer_env.osworld.setup_steps import apply_proxy
 from computer_env.osworld.tasks import parse_task
+from localdesk import local_desktop
 from polling import wait_for
 
 pytestmark = [
@@ -73,14 +74,8 @@ class _Server:
 
 @pytest.fixture(scope="module")
 def desktop() -> Iterator[Any]:
-    from computer_env.desktop.providers.local import LocalSandboxProvider
-
-    provider = LocalSandboxProvider(width=1280, height=720)
-    provider.start()
-    try:
+    with local_desktop(width=1280, height=720) as provider:
         yield provider
-    finally:
-        provider.close()
 
 
 @pytest.fixture
