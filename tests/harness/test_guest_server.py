@@ -24,6 +24,14 @@ import pytest
 import requests
 from PIL import Image
 
+from computer_env.desktop.client import DesktopClient
+from computer_env.osworld.ready import (
+    AppExpectation,
+    office_problem,
+    office_state,
+    window_problem,
+    x_window_state,
+)
 from polling import wait_for
 from xdesktop import GuestServer, XDesktop, wait_for_window
 
@@ -442,11 +450,15 @@ def test_libreoffice_calc_round_trip(server: GuestServer, desk: XDesktop) -> Non
     post(server, "/setup/launch", {"command": ["libreoffice", "--calc", "--norestore"]})
     wid = wait_for_window(desk.env, "LibreOffice Calc", 90)
     subprocess.run(["wmctrl", "-i", "-a", wid], env=desk.env, check=True)
-    time.sleep(1.0)  # Calc takes keyboard focus in its grid a moment after the frame maps
+    client = DesktopClient(server.url, server.token)
+    # Calc's frame maps and answers pings seconds before its sheet holds the keyboard focus;
+    # a key press sent in between is dropped: wait as a case does before its first action
+    _wait_for_input(client, AppExpectation("libreoffice", ("libreoffice",), "LibreOffice Calc"),
+                    office=True)
     assert post(server, "/type", {"text": "=6*7\n"}).status_code == 200
     post(server, "/actions", {"code": "pyautogui.hotkey('ctrl', 'shift', 's')"})
-    wait_for_window(desk.env, "Save", 30)
-    time.sleep(0.5)
+    wait_for_window(desk.env, "Save", 60)
+    _wait_for_input(client, AppExpectation("other", (), "Save"))  # the dialog holds the focus
     post(server, "/actions", {"code": "pyautogui.hotkey('ctrl', 'a')"})
     post(server, "/type", {"text": f"{out}\n"})  # the newline is a Return press
     content = wait_until(
@@ -456,6 +468,26 @@ def test_libreoffice_calc_round_trip(server: GuestServer, desk: XDesktop) -> Non
     at = get(server, "/accessibility", timeout=120).json()["AT"]  # LibreOffice is accessible (gtk3)
     assert "document-spreadsheet" in at or "soffice" in at.lower()
     post(server, "/setup/close_window", {"window_name": "LibreOffice Calc"})
+
+
+def _wait_for_input(client: DesktopClient, want: AppExpectation, *, office: bool = False,
+                    timeout: float = 120.0) -> None:
+    """Wait with the readiness checks of ``computer_env.osworld.ready`` until the active window
+    is ``want``'s, holds the keyboard focus and answers a ping (``office``: and LibreOffice's
+    accessibility tree shows toolbars and the focus inside the document)."""
+    last: list[str] = []
+
+    def ready() -> bool:
+        problem = window_problem(want, x_window_state(client))
+        if problem is None and office:
+            problem = office_problem(office_state(client, want.title))
+        last[:] = [problem or ""]
+        return problem is None
+
+    try:
+        wait_for(ready, f"{want.title} to take input", timeout, interval=0.5)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}: {last[0] if last else 'not probed'}") from None
 
 
 def _ods_content(path: Path) -> str | None:
