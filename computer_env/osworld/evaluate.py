@@ -102,7 +102,10 @@ CHROME_A11Y_GETTERS: frozenset[str] = frozenset({
     "active_tab_url_parse", "url_dashPart", "macys_product_url_parse"})
 """OSWorld getters that read the active tab's URL from the accessibility tree of an application
 named "Google Chrome" (on x86). The embedded desktop's browser is Chromium, whose tree carries
-its own name, so these getters would answer None there: a skip, not a 0."""
+its own name, so these getters would answer None there: a skip, not a 0. Chromium names its
+accessibility application after its compiled-in product name (views' GetApplicationName is
+version_info::GetProductName()); no flag, window class or desktop file changes it, and no Google
+Chrome build is installable offline here."""
 
 
 def _check_embedded(task: Task, ctx: TaskContext | None) -> None:
