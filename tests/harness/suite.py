@@ -18,6 +18,10 @@ from typing import Any
 import polling
 
 ROOT = Path(__file__).resolve().parents[2]
+OSWORLD_DATA = Path(os.environ.get(
+    "OSWORLD_EXAMPLES", ROOT.parent / "shared" / "osworld" / "evaluation_examples"))
+"""OSWorld's evaluation_examples, in the ``shared/`` folder beside the checkout (data for tests
+only; override with $OSWORLD_EXAMPLES)."""
 
 
 @dataclass

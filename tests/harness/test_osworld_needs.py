@@ -5,7 +5,6 @@ reference endpoint's no-solution skip, end to end."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -22,11 +21,9 @@ from computer_env.osworld.needs_check import (
 )
 from computer_env.osworld.plan import classify, make_plan
 from computer_env.osworld.tasks import load_tasks, parse_task
-from tests.harness.suite import ROOT, run_suite
+from tests.harness.suite import OSWORLD_DATA, ROOT, run_suite
 
-DATA = Path(os.environ.get(
-    "OSWORLD_EXAMPLES",
-    Path(__file__).resolve().parents[3] / "shared" / "osworld" / "evaluation_examples"))
+DATA = OSWORLD_DATA
 needs_data = pytest.mark.skipif(not DATA.is_dir(), reason="OSWorld task data not present")
 
 

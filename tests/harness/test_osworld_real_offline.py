@@ -11,7 +11,6 @@ Nothing may fail or end unscored. One suite run, two workers (about 12 minutes o
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -19,11 +18,9 @@ import pytest
 from computer_env.osworld.needs import task_needs
 from computer_env.osworld.oracle import oracle_index
 from computer_env.osworld.tasks import load_tasks
-from tests.harness.suite import run_suite
+from tests.harness.suite import OSWORLD_DATA, run_suite
 
-DATA = Path(os.environ.get(
-    "OSWORLD_EXAMPLES",
-    Path(__file__).resolve().parents[3] / "shared" / "osworld" / "evaluation_examples"))
+DATA = OSWORLD_DATA
 
 pytestmark = [pytest.mark.desktop,
               pytest.mark.skipif(not DATA.is_dir(), reason="OSWorld task data not present")]

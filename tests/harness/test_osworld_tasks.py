@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import collections
 import json
-import os
 import shutil
 from pathlib import Path
 
@@ -21,12 +20,9 @@ from computer_env.osworld import (
 )
 from computer_env.osworld.context import default_vars
 from computer_env.osworld.tasks import builtin_root, parse_task
+from tests.harness.suite import OSWORLD_DATA
 
-DATA = Path(os.environ.get(
-    "OSWORLD_EXAMPLES",
-    Path(__file__).resolve().parents[3] / "shared" / "osworld" / "evaluation_examples"))
-"""OSWorld's evaluation_examples, in the ``shared/`` folder beside the checkout (data for tests
-only; override with $OSWORLD_EXAMPLES)."""
+DATA = OSWORLD_DATA
 
 pytestmark = pytest.mark.skipif(not DATA.is_dir(), reason="OSWorld task data not present")
 
