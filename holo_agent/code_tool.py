@@ -28,14 +28,18 @@ def truncate(text: str, limit: int) -> tuple[str, bool]:
     return f"{text[:head]}\n[... {cut} characters cut ...]\n{text[-tail:]}", True
 
 
+def run_status(info: dict[str, Any]) -> str:
+    """How a code action ended: ``timed out``, ``not run`` or ``exit code N``."""
+    if info.get("timed_out"):
+        return "timed out"
+    if info.get("exit_code") is None:
+        return "not run"
+    return f"exit code {info['exit_code']}"
+
+
 def model_output(output: str, info: dict[str, Any]) -> str:
     """The tool result the model is shown: exit status, then the (cut) output."""
-    if info.get("timed_out"):
-        status = "timed out"
-    elif info.get("exit_code") is None:
-        status = "not run"
-    else:
-        status = f"exit code {info['exit_code']}"
+    status = run_status(info)
     shown, _ = truncate(output, MODEL_CHARS)
     return f"[{info.get('language', 'code')} {status}]\n{shown}" if shown else \
         f"[{info.get('language', 'code')} {status}, no output]"

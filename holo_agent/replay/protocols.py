@@ -6,6 +6,8 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
+from holo_agent.code_tool import run_status
+
 CODE_CHARS = 8000
 
 
@@ -23,12 +25,7 @@ def code_html(code: dict[str, Any] | None) -> str:
     """A code action: the script and what it printed, with its exit status."""
     if not code:
         return ""
-    if code.get("timed_out"):
-        status = "timed out"
-    elif code.get("exit_code") is None:
-        status = "not run"
-    else:
-        status = f"exit code {code.get('exit_code')}"
+    status = run_status(code)
     took = f" · {code['duration_s']:.2f} s" if isinstance(code.get("duration_s"), float) else ""
     cut = " · output cut for the model" if code.get("truncated") else ""
     return (f'<div class="field code-action"><div class="label">code '
