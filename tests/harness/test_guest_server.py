@@ -407,21 +407,27 @@ def test_type_non_ascii_into_mousepad(server: GuestServer, desk: XDesktop) -> No
 
 @pytest.mark.desktop
 def test_accessibility_tree_lists_mousepad(server: GuestServer, desk: XDesktop) -> None:
-    post(server, "/setup/launch", {"command": ["mousepad", "--disable-server"]})
-    wait_for_window(desk.env, "mousepad", 30)
+    # a file of its own: its title tells this window from the previous test's closing mousepad
+    note = server.home / "a11y-tree-note.txt"
+    note.write_text("")
+    post(server, "/setup/launch", {"command": ["mousepad", "--disable-server", str(note)]})
+    wait_for_window(desk.env, note.name, 60)
     from lxml import etree
 
-    def mousepad_registered() -> Any:
-        root = etree.fromstring(get(server, "/accessibility", timeout=120).json()["AT"].encode())
-        apps = root.xpath("//application/@name")
-        return root if any("mousepad" in a.lower() for a in apps) else None
-
-    # an app registers with AT-SPI a moment after its window shows: wait for the application
-    root = wait_until(mousepad_registered, 60, "mousepad as an application in the tree")
-    assert root.tag == "desktop-frame"
     ns = {"st": "https://accessibility.ubuntu.example.org/ns/state"}
+    frame = (f"//application[contains(translate(@name, 'MOUSEPAD', 'mousepad'), 'mousepad')]"
+             f"//frame[contains(@name, '{note.name}') and @st:showing='true']")
+
+    def mousepad_showing() -> list[Any]:
+        root = etree.fromstring(get(server, "/accessibility", timeout=120).json()["AT"].encode())
+        return [root] if root.xpath(frame, namespaces=ns) else []
+
+    # mousepad registers with AT-SPI after its window maps, and its frame is exposed as showing
+    # later still (an app without a showing frame is still starting or already closing)
+    [root] = wait_until(mousepad_showing, 90, f"mousepad's {note.name} frame showing in the tree")
+    assert root.tag == "desktop-frame"
     assert root.xpath("//*[@st:showing='true']", namespaces=ns)
-    post(server, "/setup/close_window", {"window_name": "mousepad", "by_class": True})
+    post(server, "/setup/close_window", {"window_name": note.name})
 
 
 def test_accessibility_without_a_bus_is_a_clear_error(desk: XDesktop, tmp_path: Path) -> None:
