@@ -18,45 +18,12 @@ from urllib.parse import unquote, urlparse
 import pytest
 
 from fixtures.results import TaskResult, Versions, task_dir, write_result
+from inner_suite import report_conftest
 
 pytest_plugins = ["pytester"]
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
-
-CONFTEST = r'''
-import pytest
-from pathlib import Path
-from fixtures.report import ReportPlugin, task_result_property
-from fixtures.results import TaskResult, Versions, task_dir, write_result
-
-RUN_DIR = Path(__RUN_DIR__)
-
-
-def pytest_configure(config):
-    if not hasattr(config, "workerinput"):
-        config.pluginmanager.register(
-            ReportPlugin(RUN_DIR, reference_policy=False, compare_to=__BASELINE__), "bench-report")
-
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item, call):
-    outcome = yield
-    rep = outcome.get_result()
-    spec = getattr(item, "callspec", None) and item.callspec.params.get("spec")
-    if spec is None or rep.when != "call":
-        return
-    domain, task_id = spec["case_id"].split("/", 1)
-    result = TaskResult(
-        benchmark="osworld", case_id=spec["case_id"], domain=domain, task_id=task_id,
-        outcome=spec["outcome"], score=spec["score"], threshold=1.0,
-        versions=Versions(model="Org/Model-2"),
-    )
-    folder = task_dir(RUN_DIR, "Org/Model-2", result.case_id)
-    write_result(folder, result)
-    (folder / "replay.html").write_text(f"<title>replay B {task_id}</title><h1>B</h1>")
-    rep.user_properties.append(task_result_property(result))
-'''
 
 TESTS = r'''
 import pytest
@@ -115,8 +82,9 @@ def write_baseline(kind: str, where: Path) -> tuple[Path, str]:
 def run_suite(pytester: pytest.Pytester, kind: str) -> tuple[Path, Path, str]:
     baseline, label = write_baseline(kind, pytester.path / "baselines")
     run_dir = pytester.path / "results" / "run1"
-    pytester.makeconftest(CONFTEST.replace("__RUN_DIR__", repr(str(run_dir)))
-                          .replace("__BASELINE__", repr(str(baseline))))
+    pytester.makeconftest(report_conftest(
+        run_dir, model="Org/Model-2", reference_policy=False, compare_to=baseline,
+        replay="<title>replay B {task_id}</title><h1>B</h1>"))
     pytester.makepyfile(test_suite=TESTS)
     report = pytester.path / "out" / "report.html"
     result = pytester.runpytest("--html", str(report), "-p", "no:cacheprovider")

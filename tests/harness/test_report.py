@@ -18,48 +18,12 @@ import pytest
 
 from fixtures.results import load_results
 from fixtures.summary import REFERENCE_BANNER, Summary, summarize
+from inner_suite import report_conftest
 
 pytest_plugins = ["pytester"]
 
 SECRET = "sk-test-9f8e7d6c5b4a39281706"
 CHROMIUM = "/usr/bin/chromium"
-
-CONFTEST = r'''
-import pytest
-from pathlib import Path
-from fixtures.redact import register_secret
-from fixtures.report import ReportPlugin, task_result_property
-from fixtures.results import TaskResult, Versions, task_dir, write_result
-
-RUN_DIR = Path(__RUN_DIR__)
-register_secret(__SECRET__)
-
-
-def pytest_configure(config):
-    if not hasattr(config, "workerinput"):
-        config.pluginmanager.register(ReportPlugin(RUN_DIR, reference_policy=True), "bench-report")
-
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item, call):
-    outcome = yield
-    rep = outcome.get_result()
-    spec = getattr(item, "callspec", None) and item.callspec.params.get("spec")
-    if spec is None or rep.when != "call":
-        return
-    domain, task_id = spec["case_id"].split("/", 1)
-    result = TaskResult(
-        benchmark="osworld", case_id=spec["case_id"], domain=domain, task_id=task_id,
-        instruction=spec.get("instruction", ""), outcome=spec["outcome"], score=spec["score"],
-        threshold=1.0, message=spec.get("message", ""), steps=spec.get("steps", 0),
-        infra_category=spec.get("infra"), infra_reason=spec.get("reason"),
-        versions=Versions(model="Org/Model-1"), reference_policy=True,
-    )
-    folder = task_dir(RUN_DIR, "Org/Model-1", result.case_id)
-    write_result(folder, result)
-    (folder / "replay.html").write_text(f"<title>replay {task_id}</title><h1>{task_id}</h1>")
-    rep.user_properties.append(task_result_property(result))
-'''
 
 TESTS = r'''
 import pytest
@@ -90,9 +54,9 @@ def test_plain():
 
 def make_suite(pytester: pytest.Pytester) -> Path:
     run_dir = pytester.path / "results" / "run1"
-    pytester.makeconftest(
-        CONFTEST.replace("__RUN_DIR__", repr(str(run_dir))).replace("__SECRET__", repr(SECRET))
-    )
+    pytester.makeconftest(report_conftest(
+        run_dir, model="Org/Model-1", reference_policy=True, secrets=(SECRET,),
+        replay="<title>replay {task_id}</title><h1>{task_id}</h1>"))
     pytester.makepyfile(test_suite=TESTS.replace("__SECRET_TEXT__", SECRET))
     return run_dir
 
