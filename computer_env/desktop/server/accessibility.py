@@ -7,6 +7,8 @@ import os
 import subprocess
 from pathlib import Path
 
+from computer_env.desktop.providers.guest_tools import CHROME_LINK
+
 SYSTEM_PYTHON = Path("/usr/bin/python3")
 HELPER = Path(__file__).with_name("atspi_dump.py")
 
@@ -40,8 +42,10 @@ def _run_helper(args: list[str], timeout: float) -> str:
 
 
 def accessibility_tree(timeout: float = 90.0) -> str:
-    """OSWorld's ``desktop-frame`` XML of every application on the a11y bus."""
-    return _run_helper([], timeout)
+    """OSWorld's ``desktop-frame`` XML of every application on the a11y bus; the desktop's
+    ``google-chrome`` (Chromium run from ``CHROME_LINK``) is the application "Google Chrome"
+    there, as on OSWorld's image (see ``atspi_dump.app_name``)."""
+    return _run_helper([f"--chrome-program={CHROME_LINK}"], timeout)
 
 
 def terminal_output(timeout: float = 30.0) -> str | None:

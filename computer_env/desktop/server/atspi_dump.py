@@ -2,11 +2,14 @@
 """AT-SPI tree as OSWorld's XML. Runs under Debian's /usr/bin/python3 (python3-gi,
 gir1.2-atspi-2.0), NOT the server's venv: the server starts it as a subprocess.
 
-Usage: atspi_dump.py [--terminal]. Prints the XML (or, with --terminal, a JSON object
-``{"output": text-or-null}`` with the focused terminal's text). Exit 3: no accessibility bus.
+Usage: atspi_dump.py [--terminal] [--chrome-program=PATH ...]. Prints the XML (or, with
+--terminal, a JSON object ``{"output": text-or-null}`` with the focused terminal's text). Exit 3:
+no accessibility bus. ``--chrome-program``: the program file of the desktop's ``google-chrome``
+(see :func:`app_name`).
 """
 
 import json
+import os
 import re
 import sys
 import xml.etree.ElementTree as ET
@@ -216,6 +219,51 @@ def terminal_text(desktop):
     return None
 
 
+CHROMIUM_NAME = "Chromium"
+CHROME_NAME = "Google Chrome"
+
+
+def _program_files(pid):
+    """The program a process runs: its executable and its argv[0] (either may be unreadable)."""
+    found = set()
+    try:
+        found.add(os.readlink("/proc/%d/exe" % pid))
+    except OSError:
+        pass
+    try:
+        with open("/proc/%d/cmdline" % pid, "rb") as fh:
+            argv0 = fh.read().split(b"\0", 1)[0]
+        if argv0:
+            found.add(os.fsdecode(argv0))
+    except OSError:
+        pass
+    return found
+
+
+def app_name(app, name, chrome_programs):
+    """The embedded desktop substitutes Chromium for Chrome: its ``google-chrome`` runs Chromium
+    from its own program file (``/opt/desktop/chrome/chrome``, see
+    computer_env/desktop/providers/guest_tools.py) and titles its first window "Google Chrome".
+    Chromium names its AT-SPI application after its compiled-in product name, "Chromium", while
+    OSWorld's getters look for the application "Google Chrome" (as on its image, where Chrome
+    runs). So an application named "Chromium" whose process runs one of ``chrome_programs`` is
+    named "Google Chrome"; a ``chromium`` started under its own name keeps its name."""
+    if name != CHROMIUM_NAME or not chrome_programs:
+        return name
+    try:
+        pid = app.get_process_id()
+    except GLib.Error:
+        return name
+    if pid > 0 and _program_files(pid) & chrome_programs:
+        return CHROME_NAME
+    return name
+
+
+def _chrome_programs(argv):
+    prefix = "--chrome-program="
+    return {a[len(prefix):] for a in argv if a.startswith(prefix) and len(a) > len(prefix)}
+
+
 def main():
     for prefix, uri in NS.items():
         ET.register_namespace(prefix, uri)
@@ -223,11 +271,14 @@ def main():
     if "--terminal" in sys.argv[1:]:
         sys.stdout.write(json.dumps({"output": terminal_text(desktop)}))
         return
+    chrome_programs = _chrome_programs(sys.argv[1:])
     root = ET.Element("desktop-frame")
     for i in range(desktop.get_child_count()):
         app = desktop.get_child_at_index(i)
         if app is not None:
-            root.append(build(app, 1))
+            el = build(app, 1)
+            el.set("name", app_name(app, el.get("name"), chrome_programs))
+            root.append(el)
     sys.stdout.write(ET.tostring(root, encoding="unicode"))
 
 
