@@ -126,6 +126,8 @@ def test_osworld_cloud_without_desktop_env_fails_clearly(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     for name in [m for m in sys.modules if m == "desktop_env" or m.startswith("desktop_env.")]:
         monkeypatch.delitem(sys.modules, name)
+    # desktop_env is installed by make setup: hide it (and the checkout) from the import system
+    monkeypatch.setitem(sys.modules, "desktop_env", None)
     provider = OSWorldCloudProvider("aws", osworld_root=tmp_path, region="us-east-1")
     assert provider.name == "osworld:aws" and provider.region == "us-east-1"
     with pytest.raises(ConfigurationError, match="--osworld-root"):
@@ -196,3 +198,19 @@ def test_osworld_cloud_adapter_follows_the_provider_interface(
                      ("revert", "vm-1", "init_state"), ("stop", "vm-2")]
     with pytest.raises(ConfigurationError, match="no provider"):
         OSWorldCloudProvider("othercloud", osworld_root=tmp_path).start()
+
+
+def test_osworld_cloud_without_its_sdk_fails_clearly(monkeypatch: pytest.MonkeyPatch) -> None:
+    """OSWorld's package is installed without its cloud SDKs: asking for a cloud provider whose
+    SDK is absent is a configuration error naming the module, not a traceback."""
+    import importlib.util
+    # the installed package, not a test double's checkout left on sys.path by another test
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if "site-packages" in p
+                                      or not (Path(p) / "desktop_env").exists()])
+    for name in [m for m in sys.modules if m == "desktop_env" or m.startswith("desktop_env.")]:
+        monkeypatch.delitem(sys.modules, name)
+    if importlib.util.find_spec("desktop_env") is None or importlib.util.find_spec("boto3"):
+        pytest.skip("needs desktop_env installed without boto3 (what make setup installs)")
+    provider = OSWorldCloudProvider("aws", region="us-east-1")
+    with pytest.raises(ConfigurationError, match="boto3"):
+        provider.start()

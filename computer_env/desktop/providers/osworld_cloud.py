@@ -120,6 +120,14 @@ class OSWorldCloudProvider(DesktopProvider):
                 factory, self.provider_name, self.region, use_proxy=self.use_proxy)
         except NotImplementedError as exc:
             raise ConfigurationError(f"OSWorld has no provider {self.provider_name!r}") from exc
+        except ImportError as exc:
+            # `make setup` installs OSWorld's code without its cloud SDKs (boto3, azure, ...)
+            raise ConfigurationError(
+                f"--provider {self.name}: OSWorld's {self.provider_name} provider needs "
+                f"{exc.name or exc}, which is not installed; install that provider's SDK from "
+                "OSWorld's requirements.txt into this environment (make setup leaves the cloud "
+                "SDKs out)"
+            ) from exc
 
     def _connect(self) -> DesktopHandle:
         address = _call(self._provider.get_ip_address, self._vm_path)
