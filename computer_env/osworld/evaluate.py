@@ -109,8 +109,22 @@ computer_env/desktop/server/atspi_dump.py), so these getters work there except o
 machine."""
 
 
+EMBEDDED_TIMING_DEFECTS: dict[str, str] = {
+    "13584542-872b-42d8-b299-866967b5c3ef":
+        "OSWorld's postconfig presses ctrl+alt+t and types `stty size` 0.5 s later; the "
+        "embedded desktop's gnome-terminal takes 0.4-0.8 s to open under load (measured), so "
+        "the keys can land before the terminal and the task would score 0 for the desktop",
+}
+"""Tasks whose OSWorld evaluation races the embedded desktop (task id -> why): skipped there,
+before any model time, rather than risking a zero that is the environment's."""
+
+
 def _check_embedded(task: Task, ctx: TaskContext | None) -> None:
-    if ctx is None or not ctx.embedded or "arm" not in platform.machine():
+    if ctx is None or not ctx.embedded:
+        return
+    if reason := EMBEDDED_TIMING_DEFECTS.get(task.id):
+        raise EvaluatorUnsupported("evaluation on the embedded desktop", reason)
+    if "arm" not in platform.machine():
         return
     for spec in task.evaluator.getter_specs():
         if spec.get("type") in CHROME_A11Y_GETTERS:

@@ -361,3 +361,24 @@ def test_on_a_real_desktop_then_server_killed(tmp_path: Path) -> None:
             evaluate(task(ev), ctx)
     finally:
         provider.close()
+
+
+def test_a_task_that_races_the_embedded_desktop_is_skipped_there_only() -> None:
+    """os/13584542's own postconfig types 0.5 s after opening a terminal: on the embedded desktop
+    it is skipped before setup with the reason (never a zero of the environment's); on an
+    OSWorld VM it runs."""
+    from types import SimpleNamespace
+
+    from computer_env.osworld.errors import EvaluatorUnsupported
+    from computer_env.osworld.evaluate import EMBEDDED_TIMING_DEFECTS, ensure_supported
+    from computer_env.osworld.tasks import load_task_file
+    from tests.harness.suite import OSWORLD_DATA
+
+    path = OSWORLD_DATA / "examples" / "os" / "13584542-872b-42d8-b299-866967b5c3ef.json"
+    if not path.exists():
+        pytest.skip(f"OSWorld's task files are not at {OSWORLD_DATA}")
+    task = load_task_file(path, "os")
+    assert task.id in EMBEDDED_TIMING_DEFECTS
+    with pytest.raises(EvaluatorUnsupported, match="gnome-terminal takes"):
+        ensure_supported(task, SimpleNamespace(embedded=True))  # type: ignore[arg-type]
+    ensure_supported(task, SimpleNamespace(embedded=False))  # type: ignore[arg-type]
