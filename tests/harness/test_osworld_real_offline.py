@@ -29,7 +29,8 @@ MIN_ORACLES_PASSED = 30
 """Oracle-backed tasks that must pass on a machine set up by ``make setup`` (the rest may skip
 for a need this desktop lacks, e.g. VS Code)."""
 
-SKIP_PREFIXES = ("needs: ", "leak check only", "cannot run here: ")
+SKIP_PREFIXES = ("needs: ", "leak check only", "cannot run here: ",
+                 "evaluation on the embedded desktop: ")
 
 KNOWN_ENVIRONMENT_DEFECTS: dict[str, str] = {}
 # (os/13584542, whose own postconfig races the terminal's start, is skipped by the product on
