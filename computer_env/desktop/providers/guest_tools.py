@@ -31,8 +31,9 @@ import os
 import re
 import shutil
 import sys
-import tempfile
 from pathlib import Path
+
+from computer_env.desktop.providers.home_template import build_once
 
 GUEST_TOOLS = "/opt/desktop/bin"
 GUEST_PASSWORD = "password"  # OSWorld's CLIENT_PASSWORD
@@ -275,19 +276,9 @@ def ensure_chrome_dir(base: Path) -> Path | None:
     target = base / f"chrome-{st.st_ino}-{int(st.st_mtime)}"
     if target.is_dir():
         return target
-    base.mkdir(parents=True, exist_ok=True)
     for old in base.glob("chrome-*"):
         shutil.rmtree(old, ignore_errors=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".chrome-", dir=base))
-    try:
-        shutil.rmtree(tmp)
-        make_chrome_dir(tmp)
-        os.rename(tmp, target)
-    except OSError:
-        shutil.rmtree(tmp, ignore_errors=True)
-        if not target.is_dir():
-            raise
-    return target
+    return build_once(target, make_chrome_dir)
 
 
 def _fingerprint() -> str:
@@ -328,17 +319,4 @@ def write_tools(dest: Path) -> None:
 
 def ensure_tools(base: Path) -> Path:
     """The tools directory under ``base`` (read-only for everyone), created once, atomically."""
-    target = base / f"desktop-tools-{_fingerprint()}"
-    if target.is_dir():
-        return target
-    base.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".desktop-tools-", dir=base))
-    try:
-        shutil.rmtree(tmp)
-        write_tools(tmp)
-        os.rename(tmp, target)
-    except OSError:
-        shutil.rmtree(tmp, ignore_errors=True)
-        if not target.is_dir():
-            raise
-    return target
+    return build_once(base / f"desktop-tools-{_fingerprint()}", write_tools)

@@ -14,6 +14,7 @@ import hashlib
 import os
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 _LO_ITEMS: list[tuple[str, str, str, str]] = [
@@ -210,18 +211,25 @@ def write_template(dest: Path) -> None:
     os.chmod(dest, 0o755)
 
 
-def ensure_template(base: Path) -> Path:
-    """The template directory under ``base`` (read-only for everyone), created once, atomically."""
-    target = base / f"home-template-{_fingerprint()}"
+def build_once(target: Path, build: Callable[[Path], None]) -> Path:
+    """``target``, built by ``build(path)`` into a fresh path beside it and renamed into place
+    (atomic: concurrent callers see either nothing or the complete folder; a loser of the race
+    keeps the winner's)."""
     if target.is_dir():
         return target
-    base.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".home-template-", dir=base))
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
     try:
-        write_template(tmp)
+        shutil.rmtree(tmp)  # build() creates its folder itself
+        build(tmp)
         os.rename(tmp, target)
     except OSError:
         shutil.rmtree(tmp, ignore_errors=True)
         if not target.is_dir():
             raise
     return target
+
+
+def ensure_template(base: Path) -> Path:
+    """The template directory under ``base`` (read-only for everyone), created once, atomically."""
+    return build_once(base / f"home-template-{_fingerprint()}", write_template)
