@@ -15,8 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import polling
-
 ROOT = Path(__file__).resolve().parents[2]
 OSWORLD_DATA = Path(os.environ.get(
     "OSWORLD_EXAMPLES", ROOT.parent / "shared" / "osworld" / "evaluation_examples"))
@@ -89,11 +87,6 @@ def start_suite(results_dir: Path, run: str, *args: str, target: str = "tests/os
     out = open(log, "w") if log else subprocess.DEVNULL
     return subprocess.Popen(cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, text=True,
                             env={**os.environ, **(env or {})}, start_new_session=True)
-
-
-def wait_for(predicate: Any, timeout: float, what: str, interval: float = 0.2) -> Any:
-    """Poll ``predicate`` until truthy; fail the test saying what was awaited."""
-    return polling.wait_for(predicate, what, timeout, interval=interval)
 
 
 def kill_group(proc: subprocess.Popen[str], sig: int = signal.SIGKILL) -> None:

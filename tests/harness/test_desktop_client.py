@@ -18,6 +18,7 @@ from PIL import Image
 from computer_env.desktop.client import DesktopClient, DesktopRequestError, ExecResult
 from computer_env.desktop.providers.base import DesktopHandle
 from computer_env.errors import VMUnreachable
+from polling import wait_for
 from xdesktop import GuestServer, XDesktop, wait_for_window
 
 
@@ -87,10 +88,8 @@ def test_windows_typing_and_terminal(client: DesktopClient, server: GuestServer,
     client.activate_window("client-term")
     target = server.home / "typed.txt"
     client.type_text(f"echo 'ä €' > {target}\n")
-    deadline = time.monotonic() + 10
-    while not (target.exists() and target.read_text(encoding="utf-8") == "ä €\n"):
-        assert time.monotonic() < deadline, "xterm did not run the typed command"
-        time.sleep(0.1)
+    wait_for(lambda: target.exists() and target.read_text(encoding="utf-8") == "ä €\n",
+             "xterm to run the typed command", 10)
     assert client.terminal_output() is None  # xterm has no AT-SPI; no bus here either
     client.close_window("client-term", strict=True)
     with pytest.raises(DesktopRequestError):
@@ -155,8 +154,6 @@ def test_falls_back_to_osworld_api_without_capabilities(desk: XDesktop, tmp_path
         target = s.home / "fallback.txt"
         c.type_text(f"echo € > {target}")  # xdotool through /execute
         c.run_pyautogui("pyautogui.press('enter')")
-        deadline = time.monotonic() + 10
-        while not (target.exists() and target.read_text(encoding="utf-8") == "€\n"):
-            assert time.monotonic() < deadline, "the fallback typing did not reach xterm"
-            time.sleep(0.1)
+        wait_for(lambda: target.exists() and target.read_text(encoding="utf-8") == "€\n",
+                 "the fallback typing to reach xterm", 10)
         c.close_window("fallback-term")

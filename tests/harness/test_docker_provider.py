@@ -26,6 +26,7 @@ from computer_env.desktop.providers.docker import (
     sweep_dead_containers,
 )
 from computer_env.errors import ConfigurationError
+from polling import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 IMAGE = os.environ.get("HOLO_DESKTOP_IMAGE", DEFAULT_GUEST_SERVER_IMAGE)
@@ -95,10 +96,8 @@ def test_start_token_screenshot_reset_close(docker_client: Any) -> None:
         assert new.token != handle.token
         assert httpx.get(f"{new.url}/screenshot", headers={"Authorization": f"Bearer {new.token}"},
                          timeout=30).status_code == 200
-        deadline = time.monotonic() + 30
-        while any(c.id == first for c in _ours(docker_client)) and time.monotonic() < deadline:
-            time.sleep(0.2)  # the old container is removed in the background
-        assert not any(c.id == first for c in _ours(docker_client))
+        wait_for(lambda: not any(c.id == first for c in _ours(docker_client)),  # in the background
+                 "the old container to be removed", 30, interval=0.2)
     finally:
         provider.close()
     assert _ours(docker_client) == []  # active and spare both gone
@@ -255,10 +254,9 @@ def test_container_limits_hold_and_are_reported(docker_client: Any) -> None:
         with httpx.Client(base_url=handle.url, headers={"Authorization": f"Bearer {handle.token}"},
                           timeout=60) as c:
             c.post("/setup/launch", json={"command": "bash -c ':(){ :|:& };:'", "shell": True})
-        deadline = time.monotonic() + 120
-        while not provider.limit_breaches() and time.monotonic() < deadline:
-            time.sleep(0.5)
-        assert any("process limit (1024) reached" in b for b in provider.limit_breaches())
+        wait_for(lambda: any("process limit (1024) reached" in b
+                             for b in provider.limit_breaches()),
+                 "the process limit to be reported", 120, interval=0.5)
         assert subprocess.run(["true"], timeout=30).returncode == 0  # the host still forks
     finally:
         provider.close()
@@ -301,10 +299,9 @@ def test_image_carries_osworld_apps(docker_client: Any) -> None:
                           timeout=60) as c:
             c.post("/setup/launch", json={"command": ["google-chrome",
                                                       "--remote-debugging-port=1337"]})
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and '"Browser"' not in _sh(
-                handle, "curl -s -m 2 http://127.0.0.1:1337/json/version")["output"]:
-            time.sleep(1)
+        wait_for(lambda: '"Browser"' in _sh(
+                     handle, "curl -s -m 2 http://127.0.0.1:1337/json/version")["output"],
+                 "Chrome's DevTools endpoint on port 1337", 60, interval=1)
         assert _sh(handle, "pgrep -x chrome")["returncode"] == 0
     finally:
         provider.close()

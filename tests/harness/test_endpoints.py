@@ -34,6 +34,7 @@ from fixtures.endpoints import (
 from fixtures.plugin import builtin_solutions_by_instruction
 from holo_agent.reference import ReferenceEndpoint
 from httpstub import CountingServer
+from polling import wait_for
 from tests.harness.suite import (
     ROOT,
     SuiteRun,
@@ -43,7 +44,6 @@ from tests.harness.suite import (
     start_suite,
     tagged_processes,
     task_list_file,
-    wait_for,
 )
 
 FAKE_VLLM_DIR = Path(__file__).resolve().parent / "fake_vllm"
@@ -350,8 +350,8 @@ def test_sigint_of_a_serve_run_leaves_no_vllm_process(tmp_path: Path) -> None:
                         "--task-list", str(_one_task_file(tmp_path)), "-n", "2", *FAST,
                         *_cache(tmp_path), env=env, log=tmp_path / "child.log")
     try:
-        wait_for(lambda: list((tmp_path / "srvint").rglob("step_000.*")), 180,
-                 "the first step against the served model")
+        wait_for(lambda: list((tmp_path / "srvint").rglob("step_000.*")),
+                 "the first step against the served model", 180)
         assert len(_launches(records)) == 2
         kill_group(child, signal.SIGINT)  # Ctrl-C reaches the whole foreground group
         child.wait(timeout=120)
@@ -359,8 +359,9 @@ def test_sigint_of_a_serve_run_leaves_no_vllm_process(tmp_path: Path) -> None:
         kill_group(child)
     pids = [x["pid"] for x in _launches(records)]
     try:
-        wait_for(lambda: not any(_alive(p) for p in pids), 30, "the vllm servers to end")
-        wait_for(lambda: not tagged_processes(tag), 30, "every process of the run to end")
+        wait_for(lambda: not any(_alive(p) for p in pids), "the vllm servers to end", 30)
+        wait_for(lambda: not tagged_processes(tag), "every process of the run to end", 30,
+                 interval=0.2)
     except AssertionError:
         raise AssertionError(f"left behind: {tagged_processes(tag)}\n"
                              + (tmp_path / "child.log").read_text()[-3000:]) from None

@@ -68,10 +68,6 @@ def assert_bad(r: requests.Response, status: int, field: str) -> None:
     assert "Traceback" not in r.text
 
 
-def wait_until(check: Any, timeout: float, what: str) -> Any:
-    return wait_for(check, what, timeout, interval=0.1)
-
-
 def pids_matching(pattern: str) -> list[int]:
     out = subprocess.run(["pgrep", "-f", pattern], capture_output=True, text=True).stdout
     return [int(p) for p in out.split()]
@@ -252,7 +248,8 @@ def test_launch_and_window_management(server: GuestServer, desk: XDesktop) -> No
     assert any(w["title"] == "gs-window-1" for w in listed)
     r = post(server, "/setup/close_window", {"window_name": "gs-window-1", "strict": True})
     assert r.status_code == 200
-    wait_until(lambda: not any(w["title"] == "gs-window-1" for w in get(server, "/windows").json()), 10, "xterm to close")
+    wait_for(lambda: not any(w["title"] == "gs-window-1" for w in get(server, "/windows").json()),
+             "xterm to close", 10)
 
 
 def test_window_endpoints_bad_input(server: GuestServer) -> None:
@@ -386,7 +383,7 @@ def test_fast_path_types_a_command_into_xterm(server: GuestServer, desk: XDeskto
     target = server.home / "made-by-typing.txt"
     code = f"pyautogui.write('echo typed > {target}'); pyautogui.press('enter')"
     assert post(server, "/actions", {"code": code}).json()["returncode"] == 0
-    wait_until(lambda: target.exists() and target.read_text() == "typed\n", 10, f"{target}")
+    wait_for(lambda: target.exists() and target.read_text() == "typed\n", f"{target}", 10)
     post(server, "/setup/close_window", {"window_name": "gs-typing"})
 
 
@@ -401,7 +398,8 @@ def test_type_non_ascii_into_mousepad(server: GuestServer, desk: XDesktop) -> No
     r = post(server, "/type", {"text": "Grüße ä €"})
     assert r.status_code == 200 and r.json()["typed"] == 9
     post(server, "/actions", {"code": "pyautogui.hotkey('ctrl', 's')"})
-    wait_until(lambda: note.read_text(encoding="utf-8") in ("Grüße ä €", "Grüße ä €\n"), 15, "the saved note")
+    wait_for(lambda: note.read_text(encoding="utf-8") in ("Grüße ä €", "Grüße ä €\n"),
+             "the saved note", 15)
     post(server, "/setup/close_window", {"window_name": "unicode-note"})
 
 
@@ -424,7 +422,7 @@ def test_accessibility_tree_lists_mousepad(server: GuestServer, desk: XDesktop) 
 
     # mousepad registers with AT-SPI after its window maps, and its frame is exposed as showing
     # later still (an app without a showing frame is still starting or already closing)
-    [root] = wait_until(mousepad_showing, 90, f"mousepad's {note.name} frame showing in the tree")
+    [root] = wait_for(mousepad_showing, f"mousepad's {note.name} frame showing in the tree", 90)
     assert root.tag == "desktop-frame"
     assert root.xpath("//*[@st:showing='true']", namespaces=ns)
     post(server, "/setup/close_window", {"window_name": note.name})
@@ -467,9 +465,7 @@ def test_libreoffice_calc_round_trip(server: GuestServer, desk: XDesktop) -> Non
     _wait_for_input(client, AppExpectation("other", (), "Save"))  # the dialog holds the focus
     post(server, "/actions", {"code": "pyautogui.hotkey('ctrl', 'a')"})
     post(server, "/type", {"text": f"{out}\n"})  # the newline is a Return press
-    content = wait_until(
-        lambda: out.exists() and _ods_content(out), 30, f"Calc to save {out.name}"
-    )
+    content = wait_for(lambda: out.exists() and _ods_content(out), f"Calc to save {out.name}", 30)
     assert 'office:value="42"' in content
     at = get(server, "/accessibility", timeout=120).json()["AT"]  # LibreOffice is accessible (gtk3)
     assert "document-spreadsheet" in at or "soffice" in at.lower()
@@ -514,12 +510,13 @@ def test_children_do_not_outlive_the_server(desk: XDesktop, tmp_path: Path) -> N
             assert post(s, "/setup/launch", {"command": ["sleep", marker]}).status_code == 200
             # a double fork: the grandchild is re-parented (subreaper) instead of escaping
             post(s, "/execute", {"command": f"(setsid sleep {marker}1 >/dev/null 2>&1 &) ; true", "shell": True})
-            wait_until(lambda: len(pids_matching(f"sleep {marker}")) == 2, 10, "both sleeps")
+            wait_for(lambda: len(pids_matching(f"sleep {marker}")) == 2, "both sleeps", 10)
             s.proc.send_signal(how)
             s.proc.wait(timeout=15)
         if how == signal.SIGTERM:
-            wait_until(lambda: not pids_matching(f"sleep {marker}"), 10, "children to die with the server")
+            wait_for(lambda: not pids_matching(f"sleep {marker}"),
+                     "children to die with the server", 10)
         else:  # SIGKILL leaves no time to clean up: the direct child dies by PDEATHSIG
-            wait_until(lambda: not pids_matching(f"sleep {marker}$"), 10, "the launched child to die")
+            wait_for(lambda: not pids_matching(f"sleep {marker}$"), "the launched child to die", 10)
             for pid in pids_matching(f"sleep {marker}"):
                 os.kill(pid, signal.SIGKILL)

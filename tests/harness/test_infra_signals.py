@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import time
 import uuid
 from pathlib import Path
 
@@ -17,6 +16,7 @@ import pytest
 
 from computer_env.desktop.client import DesktopRequestError
 from fixtures.outcomes import classify
+from polling import wait_for
 from suite import (
     ROOT,
     first_smoke_tasks,
@@ -25,7 +25,6 @@ from suite import (
     run_tree,
     start_suite,
     task_list_file,
-    wait_for,
 )
 
 CHAOS_ENV = {"PYTHONPATH": str(ROOT / "tests" / "harness")}
@@ -82,12 +81,11 @@ def test_a_signal_to_the_controller_alone_writes_the_summary_and_leaves_no_netwo
         return sum(cmd.startswith("Xvfb") for cmd in tree.values()) >= 2 and len(ours) >= 2
 
     try:
-        wait_for(desktops_up, 240, "two desktops (their X servers and networks) to start")
+        wait_for(desktops_up, "two desktops (their X servers and networks) to start", 240,
+                 interval=0.2)
         os.kill(child.pid, sig)  # the controller only, not its process group
-        deadline = time.monotonic() + 150
-        while child.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert child.poll() is not None, f"the run did not stop on signal {sig}"
+        wait_for(lambda: child.poll() is not None, f"the run to stop on signal {sig}", 150,
+                 interval=0.2)
     finally:
         kill_group(child)
     log = (tmp_path / "child.log").read_text()

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from polling import wait_for
 from tests.harness.suite import (
     ROOT,
     first_smoke_tasks,
@@ -18,7 +19,6 @@ from tests.harness.suite import (
     run_suite,
     start_suite,
     task_list_file,
-    wait_for,
 )
 
 ISSUE_OPTIONS = (
@@ -187,7 +187,7 @@ def test_live_prints_each_step_as_it_happens(tmp_path: Path, capture: tuple[str,
                         "-n0", "--live", "--reference-faults", "delay=1.5", *capture,
                         "-o", f"cache_dir={tmp_path / 'pytest-cache'}", log=log)
     try:
-        wait_for(lambda: "step 0:" in log.read_text(), 120, "the first live step line")
+        wait_for(lambda: "step 0:" in log.read_text(), "the first live step line", 120)
         assert not list((tmp_path / "live").rglob("result.json")), "printed only at the end"
         assert child.wait(timeout=180) == 0, log.read_text()[-3000:]
     finally:

@@ -19,16 +19,13 @@ from PIL import Image
 
 from computer_env.base import Click, KeyPress, MoveTo, Wait
 from computer_env.realtimegym import GameComputerEnv, ScriptedGame, toy_factory
+from polling import wait_for
 
 PERIOD = 0.2
 
 
-def _wait_for(what: str, cond: Callable[[], bool], timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(0.005)
+POLL = 0.005
+"""How often the wall-clock tests look at the game (a fraction of a turn)."""
 
 
 def _game(env: GameComputerEnv) -> ScriptedGame:
@@ -158,7 +155,7 @@ def test_wallclock_clock_advances_on_its_own(make_env: Callable[..., GameCompute
     time.sleep(3 * PERIOD)
     assert env.turns == 0  # the clock starts when the agent first looks
     env.observe()
-    _wait_for("3 turns to pass", lambda: env.turns >= 3)
+    wait_for(lambda: env.turns >= 3, "3 turns to pass", 10, interval=POLL)
     assert env.default_turns >= 3
     assert all(r.source == "default" and r.reason == "no input in time" for r in env.history)
 
@@ -168,7 +165,8 @@ def test_wallclock_slow_agent_lands_late(make_env: Callable[..., GameComputerEnv
     env.observe()
     seen = env.seen_turn
     assert seen is not None
-    _wait_for("2 turns to pass while the agent thinks", lambda: env.turns >= seen + 2)
+    wait_for(lambda: env.turns >= seen + 2, "2 turns to pass while the agent thinks", 10,
+             interval=POLL)
     arrived = env.turns
     result = env.step(KeyPress(key="w"))
     record = next(r for r in env.history if r.source == "agent")
@@ -196,16 +194,16 @@ def test_wallclock_wait_lets_the_game_run(make_env: Callable[..., GameComputerEn
     before = env.turns
     result = env.step(Wait(seconds=4 * PERIOD))
     assert "turn(s) passed" in result.output
-    _wait_for("a turn to pass", lambda: env.turns > before)
+    wait_for(lambda: env.turns > before, "a turn to pass", 10, interval=POLL)
     assert env.default_turns == env.turns
 
 
 def test_wallclock_game_ends_and_clock_stops(make_env: Callable[..., GameComputerEnv]) -> None:
     env = make_env("wallclock", goal=50, max_turns=4)
     env.observe()
-    _wait_for("the game to end", lambda: env.done)
-    _wait_for("the clock to stop", lambda: not any(
-        t.name.startswith("clock-") for t in threading.enumerate()))
+    wait_for(lambda: env.done, "the game to end", 10, interval=POLL)
+    wait_for(lambda: not any(t.name.startswith("clock-") for t in threading.enumerate()),
+             "the clock to stop", 10, interval=POLL)
     assert env.turns == 4 and env.step(KeyPress(key="w")).done
 
 

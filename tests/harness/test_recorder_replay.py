@@ -11,7 +11,6 @@ import re
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +21,7 @@ from holo_agent import HoloComputerAgent, Recorder, read_traj, render_replay
 from holo_agent.reference import ReferenceEndpoint
 from holo_agent.replay import REFERENCE_LABEL
 from memenv import MemoryEnv
+from polling import wait_for
 
 TASK = "Rename the file <b>report</b> & save it."
 HERE = Path(__file__).parent
@@ -116,11 +116,12 @@ def test_files_parse_after_a_killed_run(tmp_path: Path) -> None:
         proc = subprocess.Popen([sys.executable, "-c", code], start_new_session=True,
                                 preexec_fn=_die_with_parent, stderr=subprocess.PIPE)
         try:
-            deadline = time.monotonic() + 60
-            while len(read_traj(tmp_path)) < 4:
+
+            def four_steps() -> bool:
                 assert proc.poll() is None, proc.stderr.read().decode()[-2000:]
-                assert time.monotonic() < deadline, "waited 60s for 4 recorded steps"
-                time.sleep(0.05)
+                return len(read_traj(tmp_path)) >= 4
+
+            wait_for(four_steps, "4 recorded steps", 60, interval=0.05)
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(timeout=10)
         finally:

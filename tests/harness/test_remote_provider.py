@@ -20,6 +20,7 @@ import pytest
 from computer_env.desktop.providers.osworld_cloud import OSWorldCloudProvider, parse_address
 from computer_env.desktop.providers.remote import RemoteProvider, split_url_token
 from computer_env.errors import ConfigurationError, VMUnreachable
+from polling import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -41,15 +42,15 @@ def _kill(proc: subprocess.Popen[bytes]) -> None:
     proc.wait(timeout=10)
 
 
-def _wait_for(path: Path, proc: subprocess.Popen[bytes], what: str, timeout: float) -> str:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if path.exists() and path.read_text().strip():
-            return path.read_text().strip()
+def _port(path: Path, proc: subprocess.Popen[bytes], what: str, timeout: float) -> str:
+    """The port ``proc`` writes to ``path``; fails at once if ``proc`` exits first."""
+
+    def written() -> str:
         if proc.poll() is not None:
             raise RuntimeError(f"{what} exited with {proc.returncode}")
-        time.sleep(0.05)
-    raise TimeoutError(f"{what} did not come up within {timeout}s")
+        return path.read_text().strip() if path.exists() else ""
+
+    return wait_for(written, f"{what} to write its port to {path}", timeout, interval=0.05)
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +73,7 @@ def guest_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str
         server = _popen([sys.executable, "-m", "computer_env.desktop.server", "--host",
                          "127.0.0.1", "--port", "0", "--port-file", str(port_file), "--no-warm"],
                         env=env, cwd=ROOT, stderr=subprocess.DEVNULL)
-        port = _wait_for(port_file, server, "the guest server", 30)
+        port = _port(port_file, server, "the guest server", 30)
         yield f"http://127.0.0.1:{port}", token
     finally:
         if server is not None:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from polling import wait_for
 from test_watch import chromium_page, need_chromium
 from tests.harness.suite import (
     ROOT,
@@ -23,7 +24,6 @@ from tests.harness.suite import (
     run_suite,
     start_suite,
     task_list_file,
-    wait_for,
 )
 
 pytestmark = pytest.mark.desktop
@@ -45,7 +45,7 @@ def test_parallel_run_progress_eta_result_lines_and_watch_page(tmp_path: Path) -
     try:
         url = wait_for(lambda: (m := re.search(r"watch the run: (http://127\.0\.0\.1:\d+/)",
                                                log.read_text())) and m.group(1),
-                       120, "the watch URL in the header")
+                       "the watch URL in the header", 120)
 
         def a_screen() -> bool:
             from urllib.request import urlopen
@@ -55,7 +55,7 @@ def test_parallel_run_progress_eta_result_lines_and_watch_page(tmp_path: Path) -
             return any(w.get("screen_url") and w.get("phase") == "agent"
                        for w in status["workers"])
 
-        wait_for(a_screen, 240, "a running case with a screen on the watch page")
+        wait_for(a_screen, "a running case with a screen on the watch page", 240)
         with sync_api.sync_playwright() as pw:
             browser, page = chromium_page(pw)
             try:
@@ -97,8 +97,8 @@ def test_interrupted_run_says_so_and_resume_lists_what_it_reused(tmp_path: Path)
     child = start_suite(tmp_path, "intr", *args, "--reference-faults", "delay=1", log=log)
     try:
         first = wait_for(lambda: [p for p in (tmp_path / "intr").rglob("result.json")
-                                  if json.loads(p.read_text())["outcome"] == "passed"], 300,
-                         "a first scored result")
+                                  if json.loads(p.read_text())["outcome"] == "passed"],
+                         "a first scored result", 300)
         kill_group(child, signal.SIGINT)
         child.wait(timeout=180)
     finally:

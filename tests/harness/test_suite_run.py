@@ -9,12 +9,12 @@ import math
 import signal
 import subprocess
 import sys
-import time
 import uuid
 from pathlib import Path
 
 import pytest
 
+from polling import wait_for
 from tests.harness.suite import (
     ROOT,
     first_smoke_tasks,
@@ -24,7 +24,6 @@ from tests.harness.suite import (
     run_tree,
     still_alive,
     task_list_file,
-    wait_for,
 )
 
 pytestmark = pytest.mark.desktop
@@ -142,7 +141,7 @@ def test_endpoint_killed_mid_task_is_unscored(tmp_path: Path) -> None:
         _wait_http(f"http://127.0.0.1:{port}/v1/models")
         child = start_suite(tmp_path, "rkill", "--task-list", str(tasks), "--base-url",
                             f"http://127.0.0.1:{port}/v1", *FAST, log=tmp_path / "child.log")
-        wait_for(lambda: list((tmp_path / "rkill").rglob("traj.jsonl")), 120, "the first step")
+        wait_for(lambda: list((tmp_path / "rkill").rglob("traj.jsonl")), "the first step", 120)
         kill_group(endpoint)  # type: ignore[arg-type]
         child.wait(timeout=300)
     finally:
@@ -198,8 +197,8 @@ def test_resume_after_sigkill_finishes_the_rest(tmp_path: Path) -> None:
     child = start_suite(tmp_path, "res", "--task-list", str(task_file), "-n0",
                         log=tmp_path / "child.log")
     first = wait_for(lambda: [p for p in (tmp_path / "res").rglob("result.json")
-                              if json.loads(p.read_text())["outcome"] == "passed"], 300,
-                     "a first scored result")
+                              if json.loads(p.read_text())["outcome"] == "passed"],
+                     "a first scored result", 300)
     kill_group(child)
     child.wait(timeout=60)
     kept = {p: p.stat().st_mtime_ns for p in first}
@@ -228,20 +227,23 @@ def test_interrupting_a_parallel_run_leaves_no_desktop(tmp_path: Path) -> None:
         return sum(cmd.startswith("Xvfb") for cmd in run_tree(tag).values()) >= 2
 
     try:
-        wait_for(sandboxes_up, 240, "two sandboxed desktops (their X servers) to start")
+        wait_for(sandboxes_up, "two sandboxed desktops (their X servers) to start", 240,
+                 interval=0.2)
         note()
         kill_group(child, signal.SIGINT)  # Ctrl-C reaches the whole foreground group
-        deadline = time.monotonic() + 120
-        while child.poll() is None and time.monotonic() < deadline:
+
+        def stopped() -> bool:
             note()
-            time.sleep(0.1)
-        assert child.poll() is not None, "the run did not stop on Ctrl-C"
+            return child.poll() is not None
+
+        wait_for(stopped, "the run to stop on Ctrl-C", 120)
     finally:
         kill_group(child)
     log = (tmp_path / "child.log").read_text()
     assert any("Xvfb" in c for c in seen.values()), seen
     try:
-        wait_for(lambda: not still_alive(seen), 30, "every process of the run to end")
+        wait_for(lambda: not still_alive(seen), "every process of the run to end", 30,
+                 interval=0.2)
     except AssertionError:
         raise AssertionError(f"left behind: {still_alive(seen)}\n{log[-3000:]}") from None
     netns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
@@ -276,7 +278,7 @@ def _wait_http(url: str, timeout: float = 30) -> None:
         except httpx.HTTPError:
             return False
 
-    wait_for(up, timeout, url)
+    wait_for(up, url, timeout)
 
 
 def _task(task_id: str, expected: str) -> dict:

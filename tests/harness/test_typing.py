@@ -43,10 +43,6 @@ def _post(server: GuestServer, path: str, payload: Any) -> requests.Response:
                          data=json.dumps(payload), timeout=120)
 
 
-def _wait(check: Callable[[], Any], timeout: float, what: str) -> Any:
-    return wait_for(check, what, timeout, interval=0.05)
-
-
 def _focus(desk: XDesktop, title: str) -> None:
     """Activate the window titled ``title`` and wait until it has the keyboard focus."""
     wid = wait_for_window(desk.env, title, 30)
@@ -63,7 +59,7 @@ def _focus(desk: XDesktop, title: str) -> None:
             asked = time.monotonic()
         return False
 
-    _wait(focused, 15, f"{title!r} to have the keyboard focus")
+    wait_for(focused, f"{title!r} to have the keyboard focus", 15, interval=0.05)
 
 
 def _type(server: GuestServer, text: str) -> None:
@@ -80,7 +76,8 @@ def type_into_mousepad(server: GuestServer, desk: XDesktop, text: str, name: str
     _focus(desk, note.name)
     _type(server, text)
     _post(server, "/actions", {"code": "pyautogui.hotkey('ctrl', 's')"})
-    saved = _wait(lambda: note.read_text(encoding="utf-8"), 15, f"mousepad to save {note}")
+    saved = wait_for(lambda: note.read_text(encoding="utf-8"), f"mousepad to save {note}", 15,
+                     interval=0.05)
     _post(server, "/setup/close_window", {"window_name": note.name})
     return saved.removesuffix("\n")
 
@@ -93,7 +90,8 @@ def type_into_xterm(server: GuestServer, desk: XDesktop, text: str, name: str) -
           {"command": ["xterm", "-u8", "-T", name, "-e", "bash", "--norc", "--noprofile", "-c", script]})
     _focus(desk, name)
     _type(server, text + "\n")
-    return str(_wait(lambda: out.exists() and out.read_text(encoding="utf-8"), 15, f"xterm to write {out}"))
+    return str(wait_for(lambda: out.exists() and out.read_text(encoding="utf-8"),
+                        f"xterm to write {out}", 15, interval=0.05))
 
 
 needs_mousepad = pytest.mark.skipif(not shutil.which("mousepad"), reason="mousepad is not installed")

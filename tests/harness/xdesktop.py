@@ -17,6 +17,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from polling import wait_for
+
 _PR_SET_PDEATHSIG = 1
 
 
@@ -106,13 +108,9 @@ class XDesktop:
         return self
 
     def _wait_for_wm(self, timeout: float = 15.0) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            r = subprocess.run(["wmctrl", "-m"], env=self.env, capture_output=True, check=False)
-            if r.returncode == 0:
-                return
-            time.sleep(0.05)
-        raise TimeoutError(f"gave up after {timeout:g} s waiting for openbox on {self.display}")
+        wait_for(lambda: subprocess.run(["wmctrl", "-m"], env=self.env, capture_output=True,
+                                        check=False).returncode == 0,
+                 f"openbox on {self.display}", timeout, interval=0.05)
 
     def close(self) -> None:
         """Kill everything started here (process groups), last started first."""
@@ -137,14 +135,14 @@ class XDesktop:
 
 def wait_for_window(env: dict[str, str], needle: str, timeout: float = 30.0) -> str:
     """Wait until a window whose ``wmctrl -lx`` line contains ``needle`` exists; its id."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        out = subprocess.run(["wmctrl", "-lx"], env=env, capture_output=True, text=True, check=False).stdout
-        for line in out.splitlines():
-            if needle.lower() in line.lower():
-                return line.split()[0]
-        time.sleep(0.1)
-    raise TimeoutError(f"gave up after {timeout:g} s waiting for a window matching {needle!r}")
+
+    def window_id() -> str:
+        out = subprocess.run(["wmctrl", "-lx"], env=env, capture_output=True, text=True,
+                             check=False).stdout
+        return next((line.split()[0] for line in out.splitlines()
+                     if needle.lower() in line.lower()), "")
+
+    return wait_for(window_id, f"a window matching {needle!r}", timeout)
 
 
 class GuestServer:
@@ -184,13 +182,19 @@ class GuestServer:
                 env=server_env, cwd=home, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
                 start_new_session=True, preexec_fn=_die_with_parent,
             )
-        deadline = time.monotonic() + ready_timeout
-        while not port_file.exists():
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                self.close()
-                raise RuntimeError(f"guest server did not start: {self.log.read_text()[-2000:]}")
-            time.sleep(0.01)
-        self.url = f"http://127.0.0.1:{port_file.read_text().strip()}"
+
+        def port() -> str:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"the guest server exited: {self.log.read_text()[-2000:]}")
+            return port_file.read_text().strip() if port_file.exists() else ""
+
+        try:
+            self.url = "http://127.0.0.1:" + wait_for(
+                port, f"the guest server to write its port (log: {self.log})", ready_timeout,
+                interval=0.01)
+        except BaseException:
+            self.close()
+            raise
 
     @property
     def headers(self) -> dict[str, str]:
