@@ -27,7 +27,8 @@ from computer_env.errors import NetworkError
 from fixtures.endpoints import free_port
 from fixtures.netgate import NetGate, guest_proxy_url, proxy_port, without_userinfo
 from httpstub import CountingServer
-from tests.harness.suite import SuiteRun, builtin_smoke, run_suite, task_list_file, wait_for
+from polling import wait_for
+from tests.harness.suite import SuiteRun, builtin_smoke, run_suite, task_list_file
 
 TINYPROXY = shutil.which("tinyproxy") or "/usr/bin/tinyproxy"
 needs_tinyproxy = pytest.mark.skipif(
@@ -62,7 +63,7 @@ class Tinyproxy:
         self.proc = subprocess.Popen([TINYPROXY, "-d", "-c", str(self.conf)],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                      start_new_session=True, preexec_fn=_die_with_parent)
-        wait_for(self._listening, 15, f"tinyproxy to listen on port {self.port}", interval=0.05)
+        wait_for(self._listening, f"tinyproxy to listen on port {self.port}", 15, interval=0.05)
         return self
 
     def _listening(self) -> bool:
@@ -193,7 +194,7 @@ def test_gate_probes_through_the_proxy(tinyproxy: Tinyproxy, http_ok: HttpServer
     (check,) = NetGate(http_ok.url, with_auth, wait_s=5).wait_until_up()
     assert check.ok and f"via {tinyproxy.url}" in check.detail
     assert "s3cret-pw" not in check.detail  # proxy credentials never reach a result file
-    wait_for(lambda: f"GET {http_ok.url}" in tinyproxy.log_text(), 5, "tinyproxy's log line")
+    wait_for(lambda: f"GET {http_ok.url}" in tinyproxy.log_text(), "tinyproxy's log line", 5)
     tinyproxy.close()
     with pytest.raises(NetworkError):
         NetGate(http_ok.url, tinyproxy.url, wait_s=0.5, interval_s=0.1).wait_until_up()
