@@ -11,6 +11,8 @@ class InfraError(Exception):
     """Root of all infrastructure failures (environment, network, endpoint)."""
 
     category: str = "infra"
+    permanent: bool = False
+    """True for a failure a rerun cannot mend (reported unscored at once, never rerun)."""
 
     def __init__(self, message: str, *, detail: str | None = None) -> None:
         super().__init__(message)

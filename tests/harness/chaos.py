@@ -2,12 +2,13 @@
 ``PYTHONPATH=tests/harness`` in a child run). It injects REAL faults into the real system:
 
 - ``CHAOS_KILL_SERVER=agent``: on a case's first attempt, kill the desktop's guest server
-  (SIGKILL, from inside the sandbox) shortly after the agent starts;
+  (SIGKILL, from inside the sandbox) as soon as the agent's first step is recorded (its action
+  was applied), so the next observation or the evaluation finds no server;
 - ``CHAOS_KILL_SERVER=evaluate``: on the first attempt, kill it right before evaluation, so a
   getter cannot reach the desktop;
 - ``CHAOS_KILL_X=agent``: on a case's first attempt, kill the desktop's X server (SIGKILL, from
-  inside the sandbox) shortly after the agent starts: the guest server stays up, its screenshots
-  fail with HTTP 500;
+  inside the sandbox) when the agent's first step is recorded: the guest server stays up, its
+  screenshots fail with HTTP 500;
 - ``CHAOS_WRONG=<task_id,...>``: the reference solution of these tasks is replaced by an
   immediate answer (a genuine scored failure);
 - ``CHAOS_UNREACHABLE=<task_id,...>``: every attempt of these tasks finds the desktop killed.
@@ -16,7 +17,7 @@
 from __future__ import annotations
 
 import os
-import threading
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -50,15 +51,27 @@ def pytest_configure(config: pytest.Config) -> None:
     real_run_agent = osworld_case.run_agent
     real_evaluate = osworld_case.evaluate
 
-    def run_agent(task: Any, ctx: Any, ws: Any, task_dir: Any, record: Any, on_step: Any) -> None:
+    def run_agent(task: Any, ctx: Any, ws: Any, case_dir: Any, attempt: Any,
+                  on_step: Callable[[Any], None] | None) -> Any:
         first = task.id not in _done
+        kill: Callable[[Any], None] | None = None
         if (mode == "agent" and first) or task.id in unreachable:
-            _done.add(task.id)
-            threading.Timer(0.5, _kill_server, args=(ctx,)).start()
+            kill = _kill_server
         elif os.environ.get("CHAOS_KILL_X") == "agent" and first:
-            _done.add(task.id)
-            threading.Timer(0.5, _kill_x, args=(ctx,)).start()
-        return real_run_agent(task, ctx, ws, task_dir, record, on_step)
+            kill = _kill_x
+        if kill is None:
+            return real_run_agent(task, ctx, ws, case_dir, attempt, on_step)
+        _done.add(task.id)
+
+        def step_then_kill(record: Any) -> None:  # after the first recorded step, once
+            nonlocal kill
+            if on_step is not None:
+                on_step(record)
+            if kill is not None:
+                kill, fault = None, kill
+                fault(ctx)
+
+        return real_run_agent(task, ctx, ws, case_dir, attempt, step_then_kill)
 
     def evaluate(task: Any, ctx: Any) -> Any:
         if mode == "evaluate" and task.id not in _done:

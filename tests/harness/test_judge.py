@@ -124,6 +124,7 @@ def test_score_by_judge_replaces_the_rule_score_and_keeps_it_recorded(tmp_path: 
     what ``judge_case`` reads (settings, the judge client, the phase hook)."""
     from types import SimpleNamespace
 
+    from fixtures.attempt import Attempt
     from fixtures.judge import judge_case
     from holo_agent.records import StepRecord, Trajectory
 
@@ -136,11 +137,11 @@ def test_score_by_judge_replaces_the_rule_score_and_keeps_it_recorded(tmp_path: 
             ws = SimpleNamespace(
                 judge=JudgeClient(ep.url, "reference-judge"), phase=lambda *a: None,
                 settings=SimpleNamespace(protocols=SimpleNamespace(score_by=score_by)))
-            record = {"score": 0.0}
-            judge_case(ws, tmp_path, "press enter", traj, record)
-            assert record["score"] == want
-            assert record["judge"]["verdict"] == 1 and record["judge"]["rule_score"] == 0.0
-            assert record["judge"]["score_by"] == score_by
+            attempt = Attempt(number=1, score=0.0)
+            judge_case(ws, tmp_path, "press enter", traj, attempt)
+            assert attempt.score == want and attempt.judge is not None
+            assert attempt.judge["verdict"] == 1 and attempt.judge["rule_score"] == 0.0
+            assert attempt.judge["score_by"] == score_by
             ws.judge.close()
         sent = ep.requests_seen[-1]["messages"][1]["content"]
         assert sum(p["type"] == "image_url" for p in sent) == 1

@@ -30,7 +30,7 @@ ISSUE_OPTIONS = (
 
 SETTINGS_PROBE = '''
 import json, os
-from fixtures.plugin import SETTINGS
+from fixtures.stash import SETTINGS
 
 
 def test_dump_settings(request):
