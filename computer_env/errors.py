@@ -76,15 +76,3 @@ class ConfigurationError(Exception):
 
     Deliberately *not* an :class:`InfraError`: it is never rerun and never unscored.
     """
-
-
-INFRA_CATEGORIES: tuple[str, ...] = (
-    InfraError.category,
-    VMStartError.category,
-    VMUnreachable.category,
-    SetupError.category,
-    NetworkError.category,
-    EvaluatorInfraError.category,
-    ModelEndpointError.category,
-    ResourceLimitError.category,
-)

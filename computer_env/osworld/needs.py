@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import re
 import shlex
-from collections.abc import Iterable
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -289,16 +288,8 @@ def program_label(program: str) -> str:
     return program.rsplit("/", 1)[-1]
 
 
-def all_programs(needs: Iterable[TaskNeeds]) -> list[str]:
-    """Every program any of ``needs`` asks for, deduplicated in order."""
-    out: list[str] = []
-    for n in needs:
-        _add(out, *n.programs)
-    return out
-
-
 __all__ = [
     "CACHE_GETTERS", "CHROME_GETTERS", "GETTER_PROGRAMS", "TaskNeeds", "WEB_GETTERS",
-    "all_programs", "command_needs", "program_label", "python_imports", "shell_programs",
+    "command_needs", "program_label", "python_imports", "shell_programs",
     "task_needs",
 ]

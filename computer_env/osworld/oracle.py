@@ -92,10 +92,6 @@ class OracleFailed(AssertionError):
     """An oracle action did not do what it should: the oracle (or the desktop) is wrong."""
 
 
-def oracle_path(domain: str, task_id: str, root: Path = ORACLE_ROOT) -> Path:
-    return root / domain / f"{task_id}.json"
-
-
 def load_oracle_file(path: Path) -> Oracle:
     """Read and validate one oracle file; :class:`TaskLoadError` names the file and field."""
     try:
@@ -167,4 +163,4 @@ def _wait_until(client: Any, action: WaitUntil, where: str) -> None:
 
 
 __all__ = ["ORACLE_ROOT", "Oracle", "OracleFailed", "find_oracle", "load_oracle_file",
-           "oracle_index", "oracle_path", "run_oracle"]
+           "oracle_index", "run_oracle"]

@@ -27,11 +27,6 @@ class TurnClock:
         self.started_at: float | None = None
         self.error: BaseException | None = None
 
-    @property
-    def running(self) -> bool:
-        """Whether the ticking thread is alive."""
-        return self._thread.is_alive()
-
     def start(self) -> None:
         """Start ticking; the first tick is one period from now."""
         self.started_at = time.monotonic()

@@ -93,13 +93,6 @@ class ControlPanel:
                 return button.action
         return None
 
-    def button_for(self, action: str) -> Button:
-        """The button that plays ``action``."""
-        for button in self.buttons:
-            if button.action == action:
-                return button
-        raise KeyError(f"{self.game} has no button for {action!r}")
-
     def render(self, status: str = "") -> Image.Image:
         """The panel alone, ``width x height`` RGB, with ``status`` written on its top strip."""
         image = Image.new("RGB", (self.width, self.height), BACKGROUND)

@@ -182,10 +182,6 @@ def _distances(start: Cell, blocked: set[Cell], size: int) -> dict[Cell, int]:
     return {c: d for c, d in dist.items() if c not in blocked or c == start}
 
 
-def _flood(start: Cell, blocked: set[Cell], size: int) -> int:
-    return len(_distances(start, blocked, size))
-
-
 # ----- Overcooked -------------------------------------------------------------------------
 
 # RealtimeGym's letters: U = (0, +1) (a row down on screen), D = (0, -1), L = (-1, 0), R = (1, 0).
