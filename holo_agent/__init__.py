@@ -1,6 +1,7 @@
 """The Holo3.1 agent loop, recorder, replay page and reference endpoint."""
 
 from holo_agent.agent import HoloComputerAgent
+from holo_agent.protocol import Agent
 from holo_agent.client import ChatClient, ChatResponse
 from holo_agent.conversation import Conversation
 from holo_agent.errors import HarnessRequestError
@@ -22,6 +23,7 @@ from holo_agent.tools import (
 )
 
 __all__ = [
+    "Agent",
     "ChatClient", "ChatResponse", "Conversation", "EndReason", "HarnessRequestError",
     "HoloComputerAgent", "Recorder", "SentImage", "Step", "StepParseError", "StepRecord",
     "TOOL_NAMES", "ToolCall", "Totals", "Trajectory", "atomic_write", "available_prompts",
