@@ -13,6 +13,7 @@ from computer_env.base import (
     StepResult,
     TypeText,
     Wait,
+    describe,
 )
 from computer_env.errors import (
     ConfigurationError,
@@ -27,7 +28,7 @@ from computer_env.errors import (
 
 __all__ = [
     "Click", "ComputerEnv", "Drag", "Hotkey", "InputEvent", "KeyPress", "MoveTo", "Observation",
-    "Scroll", "StepResult", "TypeText", "Wait",
+    "Scroll", "StepResult", "TypeText", "Wait", "describe",
     "ConfigurationError", "EvaluatorInfraError", "InfraError", "ModelEndpointError",
     "NetworkError", "SetupError", "VMStartError", "VMUnreachable",
 ]

@@ -90,6 +90,31 @@ InputEvent = Annotated[
 """Any one input an agent can apply to a computer."""
 
 
+def describe(event: object) -> str:
+    """A short human-readable description of an input event (what environments report back)."""
+    if isinstance(event, Click):
+        what = {1: "click", 2: "double click", 3: "triple click"}[event.count]
+        prefix = "" if event.button == "left" else f"{event.button} "
+        return f"{prefix}{what} at ({event.x}, {event.y})"
+    if isinstance(event, MoveTo):
+        return f"moved the pointer to ({event.x}, {event.y})"
+    if isinstance(event, TypeText):
+        text = event.text if len(event.text) <= 60 else event.text[:57] + "..."
+        return f"typed {text!r}" + (" and pressed Enter" if event.press_enter else "")
+    if isinstance(event, KeyPress):
+        return f"pressed {event.key}"
+    if isinstance(event, Hotkey):
+        return f"pressed {'+'.join(event.keys)}"
+    if isinstance(event, Scroll):
+        at = f" at ({event.x}, {event.y})" if event.x is not None and event.y is not None else ""
+        return f"scrolled {event.direction} {event.amount}{at}"
+    if isinstance(event, Drag):
+        return f"dragged from ({event.x1}, {event.y1}) to ({event.x2}, {event.y2})"
+    if isinstance(event, Wait):
+        return f"waited {event.seconds:g} s"
+    return f"{getattr(event, 'kind', type(event).__name__)} input"
+
+
 class Observation(BaseModel):
     """One screenshot exactly as produced by the env (encoded image bytes and its size)."""
 

@@ -10,38 +10,23 @@ Files in ``task_dir``:
 - ``reasoning.jsonl``: ``{"index", "step", "reasoning"}`` per model turn that returned reasoning.
 - ``trajectory.json``: how the episode ended and the totals (written at the end).
 
-Whole files are written atomically (temporary name, then rename), every file with mode 0644 so
-that a results folder can be served to others as it is.
+Whole files are written atomically (:mod:`computer_env.atomic`: temporary name, then rename),
+every file with mode 0644 so that a results folder can be served to others as it is. The files
+are read back with :func:`holo_agent.records.read_traj` (re-exported here).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
+from computer_env.atomic import FILE_MODE, atomic_write
 from holo_agent.images import extension_for
-from holo_agent.records import StepRecord, Trajectory
+from holo_agent.records import StepRecord, Trajectory, read_traj
 
-FILE_MODE = 0o644
-
-
-def atomic_write(path: Path, data: bytes | str) -> None:
-    """Write a whole file atomically (temp file in the same folder, fsync, rename)."""
-    raw = data.encode("utf-8") if isinstance(data, str) else data
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(raw)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, FILE_MODE)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+__all__ = ["FILE_MODE", "Recorder", "atomic_write", "read_traj"]
 
 
 def _append_line(path: Path, obj: Any) -> None:
@@ -91,19 +76,3 @@ class Recorder:
         summary["n_records"] = len(trajectory.steps)
         atomic_write(self.task_dir / "trajectory.json",
                      json.dumps(summary, indent=2, ensure_ascii=False))
-
-
-def read_traj(task_dir: Path) -> list[dict[str, Any]]:
-    """Read ``traj.jsonl``, skipping a truncated last line left by a killed run."""
-    path = Path(task_dir) / "traj.jsonl"
-    if not path.exists():
-        return []
-    rows = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if not line.strip():
-            continue
-        try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue
-    return rows

@@ -1,13 +1,51 @@
-"""Typed records of an episode: one ``StepRecord`` per model turn, and the ``Trajectory``."""
+"""Typed records of an episode: one ``StepRecord`` per model turn, and the ``Trajectory``.
+
+``traj.jsonl`` (one ``StepRecord`` a line) is read back with :func:`read_traj`; a record's
+``call``, ``input_event`` and ``code_run`` give its tool call, the input the environment was given
+and a code action's run as typed models (the on-disk fields stay plain JSON objects).
+"""
 
 from __future__ import annotations
 
+import json
+import logging
+from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+from computer_env.base import InputEvent
+from holo_agent.tools import CodeToolCall
+
+log = logging.getLogger(__name__)
 
 EndReason = Literal["answered", "infeasible", "max_steps", "malformed", "env_done"]
 """How an episode ended (``env_done``: the environment itself ended it, e.g. a game over)."""
+
+REFERENCE_POLICY_LABEL = "REFERENCE POLICY — harness check, not a model score"
+"""The label on every report of a run played by the built-in reference endpoint."""
+
+_CALL: TypeAdapter[Any] = TypeAdapter(CodeToolCall)
+_EVENT: TypeAdapter[Any] = TypeAdapter(InputEvent)
+
+
+class CodeRun(BaseModel):
+    """A code action as recorded: the script, what it printed (cut at 64 KB) and how it ended."""
+
+    model_config = ConfigDict(extra="allow")
+
+    language: str | None = None
+    code: str = ""
+    output: str = ""
+    exit_code: int | None = None
+    timed_out: bool = False
+    duration_s: float | None = None
+    truncated: bool = False
+    output_chars: int | None = None
+    error: str | None = None
+
+
+_CODE: TypeAdapter[CodeRun] = TypeAdapter(CodeRun)
 
 
 class StepRecord(BaseModel):
@@ -44,6 +82,33 @@ class StepRecord(BaseModel):
         default=None, description="a code action: language, code, output (cut at 64 KB), "
         "exit_code, timed_out, duration_s, truncated")
 
+    @property
+    def call(self) -> CodeToolCall | None:
+        """The tool call as its model from :mod:`holo_agent.tools` (``ClickTool``...,
+        ``RunCodeTool``); None without one or when it is not a tool this version knows."""
+        return _typed(_CALL, self.tool_call)
+
+    @property
+    def input_event(self) -> InputEvent | None:
+        """The input the environment was given (pixels of its screenshot), if any."""
+        return _typed(_EVENT, self.event)
+
+    @property
+    def code_run(self) -> CodeRun | None:
+        """The code action's run, if this turn was one."""
+        return _typed(_CODE, self.code)
+
+
+def _typed(adapter: TypeAdapter[Any], data: dict[str, Any] | None) -> Any:
+    """``data`` validated by ``adapter``; None when absent or not valid (a newer or older
+    format: the plain field still has it)."""
+    if not data:
+        return None
+    try:
+        return adapter.validate_python(data)
+    except ValidationError:
+        return None
+
 
 class Totals(BaseModel):
     """Sums over all model turns of an episode."""
@@ -74,3 +139,54 @@ class Trajectory(BaseModel):
         t.completion_tokens += record.completion_tokens or 0
         t.reasoning_tokens += record.reasoning_tokens or 0
         t.latency_s += record.latency_s
+
+
+def _json_lines(path: Path) -> list[dict[str, Any]]:
+    """The JSON objects of a JSON-lines file; a truncated line (a killed run's) is skipped."""
+    if not path.is_file():
+        return []
+    rows = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(row, dict):
+            rows.append(row)
+    return rows
+
+
+def read_reasoning(task_dir: Path | str) -> dict[int, str]:
+    """``reasoning.jsonl`` of a task folder: record index -> the reasoning it returned."""
+    out: dict[int, str] = {}
+    for row in _json_lines(Path(task_dir) / "reasoning.jsonl"):
+        try:
+            out[int(row["index"])] = str(row["reasoning"])
+        except (KeyError, TypeError, ValueError):
+            continue
+    return out
+
+
+def read_traj(path_or_dir: Path | str) -> list[StepRecord]:
+    """The records of ``traj.jsonl`` (a task folder, or the file itself), with the reasoning
+    from ``reasoning.jsonl`` beside it put back. A truncated last line left by a killed run is
+    skipped; fields a line lacks take neutral values (index: its position, time 0), so lines of
+    older runs still read; a line that still does not validate is skipped with a warning."""
+    path = Path(path_or_dir)
+    if path.is_dir():
+        path = path / "traj.jsonl"
+    reasoning = read_reasoning(path.parent)
+    records = []
+    for i, row in enumerate(_json_lines(path)):
+        row = {"time": 0.0, "latency_s": 0.0, **row}
+        row.setdefault("index", i)
+        row.setdefault("step", row["index"])
+        try:
+            rec = StepRecord.model_validate(row)
+        except ValidationError as exc:
+            log.warning("%s line %d is not a step record: %s", path, i + 1, exc)
+            continue
+        if rec.reasoning is None:
+            rec.reasoning = reasoning.get(rec.index)
+        records.append(rec)
+    return records

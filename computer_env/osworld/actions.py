@@ -2,7 +2,18 @@
 
 from __future__ import annotations
 
-from computer_env.base import Click, Drag, Hotkey, InputEvent, KeyPress, MoveTo, Scroll, TypeText, Wait
+from computer_env.base import (
+    Click,
+    Drag,
+    Hotkey,
+    InputEvent,
+    KeyPress,
+    MoveTo,
+    Scroll,
+    TypeText,
+    Wait,
+    describe,
+)
 
 _CLICK_FN = {("left", 1): "click", ("left", 2): "doubleClick", ("left", 3): "tripleClick",
              ("right", 1): "rightClick", ("middle", 1): "middleClick"}
@@ -50,31 +61,6 @@ def to_pyautogui(event: InputEvent, scale: tuple[float, float] = (1.0, 1.0)) -> 
     if isinstance(event, Wait):
         return "WAIT"
     raise TypeError(f"unknown input event {event!r}")
-
-
-def describe(event: InputEvent) -> str:
-    """A short human-readable description of an event."""
-    if isinstance(event, Click):
-        what = {1: "click", 2: "double click", 3: "triple click"}[event.count]
-        prefix = "" if event.button == "left" else f"{event.button} "
-        return f"{prefix}{what} at ({event.x}, {event.y})"
-    if isinstance(event, MoveTo):
-        return f"moved the pointer to ({event.x}, {event.y})"
-    if isinstance(event, TypeText):
-        text = event.text if len(event.text) <= 60 else event.text[:57] + "..."
-        return f"typed {text!r}" + (" and pressed Enter" if event.press_enter else "")
-    if isinstance(event, KeyPress):
-        return f"pressed {event.key}"
-    if isinstance(event, Hotkey):
-        return f"pressed {'+'.join(event.keys)}"
-    if isinstance(event, Scroll):
-        at = f" at ({event.x}, {event.y})" if event.x is not None and event.y is not None else ""
-        return f"scrolled {event.direction} {event.amount}{at}"
-    if isinstance(event, Drag):
-        return f"dragged from ({event.x1}, {event.y1}) to ({event.x2}, {event.y2})"
-    if isinstance(event, Wait):
-        return f"waited {event.seconds:g} s"
-    return type(event).__name__
 
 
 __all__ = ["describe", "to_pyautogui"]

@@ -2,25 +2,11 @@
 
 from __future__ import annotations
 
-from computer_env.base import Click, Hotkey, KeyPress, TypeText, Wait
+from computer_env.base import Click, Hotkey, KeyPress, TypeText, describe
 from computer_env.realtimegym.keymap import key_to_action
 from computer_env.realtimegym.panel import ControlPanel
 
-
-def describe(event: object) -> str:
-    """A short human-readable description of an input event."""
-    if isinstance(event, KeyPress):
-        return f"key {event.key!r}"
-    if isinstance(event, Hotkey):
-        return f"hotkey {'+'.join(event.keys)}"
-    if isinstance(event, Click):
-        return f"click at ({event.x}, {event.y})"
-    if isinstance(event, TypeText):
-        return f"typed {event.text!r}"
-    if isinstance(event, Wait):
-        return f"wait {event.seconds:g}s"
-    kind = getattr(event, "kind", type(event).__name__)
-    return f"{kind} input"
+__all__ = ["describe", "input_to_action"]  # describe: the contract's, re-exported
 
 
 def input_to_action(event: object, game: str, panel: ControlPanel) -> str | None:

@@ -17,8 +17,10 @@ from typing import Any
 import pytest
 from PIL import Image
 
+from computer_env import Click
 from holo_agent import HoloComputerAgent, Recorder, read_traj, render_replay
 from holo_agent.reference import ReferenceEndpoint
+from holo_agent.tools import AnswerTool, ClickTool, WriteTool
 from holo_agent.replay import REFERENCE_LABEL
 from memenv import MemoryEnv
 from polling import wait_for
@@ -61,19 +63,26 @@ def assert_no_key(folder: Path) -> None:
 
 def test_recorder_writes_every_file(tmp_path: Path) -> None:
     ep, traj = run_episode(tmp_path, faults="schema=1")
-    rows = read_traj(tmp_path)
-    assert len(rows) == len(traj.steps) == 7 and rows[0]["error"].startswith("malformed")
-    assert [r["index"] for r in rows] == list(range(7))
-    for row in rows:
+    lines = [json.loads(x) for x in (tmp_path / "traj.jsonl").read_text().splitlines()]
+    for line in lines:
         for key in ("time", "latency_s", "prompt_tokens", "completion_tokens", "note", "thought",
                     "tool_call", "pixel", "tool_output", "screenshot", "error"):
-            assert key in row
-        assert "reasoning" not in row
-    assert rows[1]["pixel"] == {"x": 256, "y": 192} and rows[1]["tool_output"] == "applied click"
+            assert key in line
+        assert "reasoning" not in line  # kept apart, in reasoning.jsonl
+    rows = read_traj(tmp_path)
+    assert rows == traj.steps  # the file reads back as the records the agent made
+    assert len(rows) == 7 and rows[0].error.startswith("malformed") and rows[0].call is None
+    assert [r.index for r in rows] == list(range(7))
+    assert rows[1].pixel == {"x": 256, "y": 192} and rows[1].tool_output == "applied click"
+    assert rows[1].call == ClickTool(tool_name="click", element="file", x=250, y=300)
+    assert rows[1].input_event == Click(x=256, y=192)
+    assert isinstance(rows[2].call, WriteTool) and rows[2].call.press_enter
+    assert rows[-1].call == AnswerTool(tool_name="answer", content="renamed")
+    assert rows[-1].input_event is None and all(r.reasoning for r in rows)
     # the saved screenshots are the exact bytes sent
     sent = [p["image_url"]["url"] for p in ep.requests_seen[-1]["messages"][-1]["content"]
             if p.get("type") == "image_url"]
-    last_shot = tmp_path / rows[-1]["screenshot"]
+    last_shot = tmp_path / rows[-1].screenshot
     assert base64.b64decode(sent[0].split(",", 1)[1]) == last_shot.read_bytes()
     prompt = (tmp_path / "system_prompt.txt").read_text()
     assert prompt == ep.requests_seen[0]["messages"][0]["content"]
