@@ -14,12 +14,13 @@ from computer_env.realtimegym.backend import (
 from computer_env.realtimegym.bounds import best_score, normalize_score
 from computer_env.realtimegym.cases import SEED_INDEPENDENT, GameCase, all_cases
 from computer_env.realtimegym.clock import TurnClock
-from computer_env.realtimegym.env import GameComputerEnv, Pacing, TurnRecord
+from computer_env.realtimegym.env import GameComputerEnv
 from computer_env.realtimegym.games import GAMES, LOADS, MAX_TURNS, SEEDS, SPECS, GameSpec, game_spec
 from computer_env.realtimegym.keymap import action_to_key, key_to_action
 from computer_env.realtimegym.panel import PANEL_HEIGHT, Button, ControlPanel
 from computer_env.realtimegym.reference import ReferencePlayer
 from computer_env.realtimegym.toy import ScriptedGame, toy_factory
+from computer_env.realtimegym.turns import Pacing, TurnRecord
 
 __all__ = [
     "GAMES", "LOADS", "MAX_TURNS", "PANEL_HEIGHT", "SEEDS", "SEED_INDEPENDENT", "SPECS",

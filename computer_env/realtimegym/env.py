@@ -21,64 +21,29 @@ The episode ends (``done``) when the game is terminal or ``max_turns`` turns wer
 ``finish()`` ends it early: the remaining turns are played with the default action, as the
 reference harness does for an agent that stops answering, so ``score`` is always the score of a
 whole episode once ``finish()`` returned.
+
+What the agent sees (frame + control panel) is composed by :mod:`~.screen`; the turn records and
+the text a step returns live in :mod:`~.turns`. This module is the stepping and the pacing.
 """
 
 from __future__ import annotations
 
-import io
 import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, Literal, TypeVar
-
-from PIL import Image
+from typing import Any, TypeVar
 
 from computer_env.base import ComputerEnv, InputEvent, Observation, StepResult, Wait
 from computer_env.realtimegym.backend import GameBackend, GameFactory, make_realtimegym_backend
 from computer_env.realtimegym.clock import TurnClock
 from computer_env.realtimegym.games import MAX_TURNS, check_load, game_spec
 from computer_env.realtimegym.inputs import describe, input_to_action
-from computer_env.realtimegym.panel import PANEL_HEIGHT, ControlPanel
+from computer_env.realtimegym.screen import GameScreen, status_line, to_observation
+from computer_env.realtimegym.turns import Pacing, PendingTurn, TurnRecord, explain
 
 log = logging.getLogger(__name__)
-Pacing = Literal["turn", "wallclock"]
 T = TypeVar("T")
-
-
-@dataclass(frozen=True)
-class TurnRecord:
-    """One played turn: which action, where it came from and why."""
-
-    turn: int
-    """1-based number of the turn played."""
-    action: str
-    source: Literal["agent", "default"]
-    reason: str
-    """Why this action: the input that chose it, or why the default was taken."""
-    seen_turn: int | None
-    """Turns played when the agent last observed (None when it never did)."""
-    score: float
-    """The game's score after the turn."""
-    elapsed_s: float
-    """Seconds since the episode started."""
-    dropped: str | None = None
-    """The agent's action that was dropped on this turn because it came after turns it lost."""
-
-    @property
-    def lag(self) -> int | None:
-        """Turns that passed between the frame the agent saw and this turn (0 = on time)."""
-        return None if self.seen_turn is None else self.turn - 1 - self.seen_turn
-
-
-@dataclass
-class _Pending:
-    action: str
-    source: Literal["agent", "default"]
-    reason: str
-    seen_turn: int | None
-    dropped: str | None = None
 
 
 class GameComputerEnv(ComputerEnv):
@@ -110,10 +75,10 @@ class GameComputerEnv(ComputerEnv):
         self._backend: GameBackend = (game_factory or make_realtimegym_backend)(
             self.game, load, seed)
         self._backend.reset()
-        frame = self._frame()
-        self.panel = ControlPanel(self.game, frame.width, top=frame.height, height=PANEL_HEIGHT)
+        self._screen = GameScreen(self._backend, self.game, frame_scale)
+        self.panel = self._screen.panel
         self._history: list[TurnRecord] = []
-        self._pending: _Pending | None = None
+        self._pending: PendingTurn | None = None
         self._seen_turn: int | None = None
         self._lost_since_seen = 0
         self._finished = False
@@ -132,15 +97,14 @@ class GameComputerEnv(ComputerEnv):
         """The current frame with the control panel (starts the realtime clock on first call)."""
         with self._cond:
             self._raise_clock_error()
-            image = self.panel.compose(self._frame(), status=self._status())
+            image = self._screen.compose(status_line(self._backend.turn, self.max_turns,
+                                                     self._backend.score))
             self._seen_turn = self._backend.turn
             self._lost_since_seen = 0
             if self.pacing == "wallclock" and self._clock.started_at is None and not self.done:
                 self._t0 = time.monotonic()
                 self._clock.start()
-        buf = io.BytesIO()
-        image.save(buf, format="PNG")
-        return Observation(image=buf.getvalue(), width=image.width, height=image.height)
+        return to_observation(image)
 
     def step(self, event: InputEvent) -> StepResult:
         """Apply one input: a key or a button click plays an action, anything else the default."""
@@ -153,16 +117,17 @@ class GameComputerEnv(ComputerEnv):
             action = input_to_action(event, self.game, self.panel)
             what = describe(event)
             if action is None:
-                pending = _Pending(self.spec.default_action, "default",
-                                   f"unmapped input ({what})", self._seen_turn)
+                pending = PendingTurn(self.spec.default_action, "default",
+                                      f"unmapped input ({what})", self._seen_turn)
             else:
-                pending = _Pending(action, "agent", what, self._seen_turn)
+                pending = PendingTurn(action, "agent", what, self._seen_turn)
             if self.pacing == "turn":
                 record = self._play(self._drop_if_late(pending))
             else:
                 record = self._queue_and_wait(pending)
-            return StepResult(output=self._explain(record, what, action is None), done=self.done,
-                              info=self._info())
+            over = self._backend.score if self.done else None
+            return StepResult(output=explain(record, what, action is None, over),
+                              done=self.done, info=self._info())
 
     def finish(self, answer: str, *, infeasible: bool = False) -> None:
         """End the episode: stop the clock and play the remaining turns with the default action."""
@@ -170,7 +135,8 @@ class GameComputerEnv(ComputerEnv):
         with self._cond:
             self.answer = answer
             while not self.done:
-                self._play(_Pending(self.spec.default_action, "default", "after finish", None))
+                self._play(PendingTurn(self.spec.default_action, "default", "after finish",
+                                       None))
             self._finished = True
             self._cond.notify_all()
 
@@ -239,36 +205,26 @@ class GameComputerEnv(ComputerEnv):
         played = 0
         with self._cond:
             while played < turns and not self.done:
-                self._play(_Pending(self.spec.default_action, "default", reason,
-                                    self._seen_turn))
+                self._play(PendingTurn(self.spec.default_action, "default", reason,
+                                       self._seen_turn))
                 played += 1
             self._lost_since_seen += played
         return played
 
     # ----- internals ------------------------------------------------------------------------
 
-    def _frame(self) -> Image.Image:
-        frame = self._backend.render()
-        if self.frame_scale != 1.0:
-            size = (round(frame.width * self.frame_scale), round(frame.height * self.frame_scale))
-            frame = frame.resize(size, Image.Resampling.LANCZOS)
-        return frame
-
-    def _status(self) -> str:
-        return f"Turn {self._backend.turn}/{self.max_turns}   Score {self._backend.score:g}"
-
-    def _drop_if_late(self, pending: _Pending) -> _Pending:
+    def _drop_if_late(self, pending: PendingTurn) -> PendingTurn:
         """RealtimeGym's rule for an action that comes after lost turns (see the docstring)."""
         if (pending.source != "agent" or not self._lost_since_seen
                 or not self.spec.drops_late_actions):
             return pending
         meant = (self._seen_turn or 0) + 1
-        return _Pending(self.spec.default_action, "default",
-                        f"dropped {pending.action} ({pending.reason}): meant for turn {meant}, "
-                        f"{self._lost_since_seen} turn(s) passed while the model thought",
-                        pending.seen_turn, dropped=pending.action)
+        return PendingTurn(self.spec.default_action, "default",
+                           f"dropped {pending.action} ({pending.reason}): meant for turn {meant}, "
+                           f"{self._lost_since_seen} turn(s) passed while the model thought",
+                           pending.seen_turn, dropped=pending.action)
 
-    def _play(self, pending: _Pending) -> TurnRecord:
+    def _play(self, pending: PendingTurn) -> TurnRecord:
         """Play one turn now (caller holds the lock)."""
         self._backend.advance(pending.action)
         record = TurnRecord(turn=self._backend.turn, action=pending.action, source=pending.source,
@@ -286,12 +242,12 @@ class GameComputerEnv(ComputerEnv):
                 return False
             pending, self._pending = self._pending, None
             if pending is None:
-                pending = _Pending(self.spec.default_action, "default", "no input in time",
-                                   self._seen_turn)
+                pending = PendingTurn(self.spec.default_action, "default", "no input in time",
+                                      self._seen_turn)
             self._play(pending)
             return not self.done
 
-    def _queue_and_wait(self, pending: _Pending) -> TurnRecord:
+    def _queue_and_wait(self, pending: PendingTurn) -> TurnRecord:
         """Queue an input for the next tick and wait (lock held) until that tick played it."""
         if self._pending is not None:
             log.info("input %r replaced by %r before its turn", self._pending.reason, pending.reason)
@@ -326,25 +282,9 @@ class GameComputerEnv(ComputerEnv):
                                  f"action {self.spec.default_action}.",
                           done=self.done, info=self._info())
 
-    def _explain(self, record: TurnRecord, what: str, unmapped: bool) -> str:
-        if record.dropped is not None:
-            text = (f"Too late: {record.reason}; turn {record.turn} took the default action "
-                    f"{record.action}.")
-        elif unmapped:
-            text = (f"{what[0].upper()}{what[1:]} is not a game control; turn {record.turn} "
-                    f"took the default action {record.action}.")
-        else:
-            text = f"Action {record.action} ({record.reason}) played on turn {record.turn}."
-        if record.lag and record.dropped is None:
-            text += f" It came {record.lag} turn(s) after the frame you saw."
-        if self.done:
-            text += f" The game is over; score {self._backend.score:g}."
-        return text
-
     def _info(self) -> dict[str, Any]:
         return {"turn": self._backend.turn, "score": self._backend.score,
-                "default_turns": sum(1 for r in self._history if r.source == "default"),
-                "dropped_actions": sum(1 for r in self._history if r.dropped is not None),
+                "default_turns": self.default_turns, "dropped_actions": self.dropped_actions,
                 "pacing": self.pacing}
 
     def _raise_clock_error(self) -> None:
