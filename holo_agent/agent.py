@@ -51,10 +51,13 @@ def _pixels(event: dict[str, Any]) -> dict[str, int | None] | None:
 class HoloComputerAgent:
     """Runs Holo3.1 (or any OpenAI-compatible model speaking the Step format) on a ``ComputerEnv``.
 
-    ``backoff_base``/``backoff_max`` (seconds) tune the retry backoff of endpoint trouble.
-    ``before_action(records)`` runs after the model answered and before its action is applied,
-    with every model turn of the step: the re-asked malformed ones, then the accepted one (their
-    token counts and latencies are what a game's time budget charges).
+    Model calls go through ``openai.OpenAI`` (:mod:`holo_agent.client`): ``max_retries``
+    retries of endpoint trouble, ``request_timeout`` seconds a request, a retry delay of
+    ``min(backoff_max, backoff_base * 2**retry)`` seconds (or the server's Retry-After, if
+    longer). ``before_action(records)`` runs after the model answered and before its action is
+    applied, with every model turn of the step: the re-asked malformed ones, then the accepted
+    one (their token counts and latencies are what a game's time budget charges); it is given at
+    construction (the attribute may also be set later). Satisfies :class:`holo_agent.Agent`.
     """
 
     def __init__(

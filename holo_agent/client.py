@@ -1,50 +1,73 @@
-"""A small OpenAI-compatible chat-completions client with bounded retries.
+"""Chat completions through ``openai.OpenAI``: its retries, timeouts and error types.
 
-Retried (exponential backoff ``backoff_base * 2**attempt`` capped at ``backoff_max``; a 429's or
-503's ``Retry-After`` header, in seconds, is honoured when longer): connection errors, timeouts,
-dropped connections, HTTP 5xx, HTTP 429 and a 200 whose body is not a chat completion. After
-``max_retries`` retries the call raises :class:`computer_env.errors.ModelEndpointError`.
-HTTP 400/404/422 raise :class:`HarnessRequestError`; 401/403 raise ``ConfigurationError``.
-The API key is sent as a Bearer header only and never appears in messages or logs; credentials in
-the URL (``http://user:secret@host/v1``) are sent as basic auth and removed from the shown URL.
+Retried by openai, up to ``max_retries`` times: connection errors, timeouts, dropped connections,
+HTTP 408/409/429/5xx, and a 200 whose body is not a chat completion (a response hook checks the
+body and raises :class:`NotAChatCompletion`, an ``httpx2.DecodingError``; openai retries such
+request errors within the same budget). Delays: openai has no public backoff setting, so
+:class:`_BackoffOpenAI` overrides ``_calculate_retry_timeout``, the one method openai's retry loop
+asks for a delay (same signature since openai 1.0; ``test_backoff_options_set_the_delays``
+fails if that changes): ``min(backoff_max, backoff_base * 2**retry)``, or the server's
+``Retry-After``/``retry-after-ms`` when longer (openai does not retry past a Retry-After of two
+minutes). After the retries the call raises :class:`computer_env.errors.ModelEndpointError`.
+HTTP 400/404/422 raise :class:`HarnessRequestError`; 401/403 raise ``ConfigurationError``; any
+other status is endpoint trouble, not retried.
+
+The API key is sent as a Bearer header only (none at all without a key: never
+``OPENAI_API_KEY`` from the environment, nor ``OPENAI_ORG_ID``/``OPENAI_PROJECT_ID``) and never
+appears in messages or logs; credentials in the URL (``http://user:secret@host/v1``) are sent as
+basic auth and removed from the shown URL. Errors are raised ``from None``: an openai traceback
+(its frames hold the request headers) is never attached.
 """
 
 from __future__ import annotations
 
 import logging
-import time
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote, urlsplit, urlunsplit
 
-import httpx
+import httpx2
+import openai
+from openai.types.chat import ChatCompletion
+from pydantic import BaseModel, Field, ValidationError
 
 from computer_env.errors import ConfigurationError, ModelEndpointError
 from holo_agent.errors import HarnessRequestError
 
 log = logging.getLogger(__name__)
 
+NO_KEY = "no-key"  # openai needs some key; without one the Authorization header is omitted
+HIDDEN_HEADERS = {"OpenAI-Organization": openai.omit, "OpenAI-Project": openai.omit}
+
 
 @dataclass
 class ChatResponse:
-    """The parts of a chat completion the loop uses."""
+    """The loop's view of one chat completion."""
 
     content: str | None
     reasoning: str | None
     usage: dict[str, Any]
     finish_reason: str | None
-    latency_s: float
-    attempts: int
+    latency_s: float  # the answered attempt's request/response time
+    attempts: int  # 1 + the retries openai took
 
 
-def _retry_after(resp: httpx.Response) -> float | None:
-    value = resp.headers.get("retry-after")
-    if value is None:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        return None
+class _Message(BaseModel):
+    content: str | list[dict[str, Any]] | None = None
+
+
+class _Choice(BaseModel):
+    message: _Message
+
+
+class CompletionShape(BaseModel):
+    """What a 200 must hold to be a chat completion for the loop (one choice with a message)."""
+
+    choices: list[_Choice] = Field(min_length=1)
+
+
+class NotAChatCompletion(httpx2.DecodingError):
+    """HTTP 200 whose body is not a chat completion (a request error: openai retries it)."""
 
 
 def split_credentials(url: str) -> tuple[str, tuple[str, str] | None]:
@@ -61,8 +84,38 @@ def split_credentials(url: str) -> tuple[str, tuple[str, str] | None]:
     return clean, (unquote(parts.username or ""), unquote(parts.password or ""))
 
 
+def _retry_after(headers: Any) -> float:
+    """Seconds a response asks to wait (``retry-after-ms`` or numeric ``retry-after``), or 0."""
+    if headers is None:
+        return 0.0
+    for name, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        try:
+            return max(0.0, float(headers.get(name)) / scale)
+        except (TypeError, ValueError):
+            continue
+    return 0.0
+
+
+class _BackoffOpenAI(openai.OpenAI):
+    """``openai.OpenAI`` with the harness' backoff (see the module docstring)."""
+
+    backoff_base: float = 1.0
+    backoff_max: float = 30.0
+    shown_url: str = ""
+
+    def _calculate_retry_timeout(self, remaining_retries: int, options: Any,
+                                 response_headers: Any = None) -> float:
+        retry = max(0, self.max_retries - remaining_retries)  # 0 before the first retry
+        delay = max(min(self.backoff_max, self.backoff_base * 2.0 ** min(retry, 60)),
+                    _retry_after(response_headers))
+        log.warning("model endpoint %s: %s; retry %d/%d in %.2fs", self.shown_url,
+                    "error status" if response_headers is not None else "no usable answer",
+                    retry + 1, self.max_retries, delay)
+        return delay
+
+
 class ChatClient:
-    """POSTs to ``{base_url}/chat/completions`` with retries; owns one ``httpx.Client``."""
+    """POSTs to ``{base_url}/chat/completions`` through one ``openai.OpenAI``."""
 
     def __init__(
         self,
@@ -76,82 +129,88 @@ class ChatClient:
     ) -> None:
         self.base_url, auth = split_credentials(base_url.rstrip("/"))  # never shown with them
         self.max_retries = max_retries
-        self.backoff_base = backoff_base
-        self.backoff_max = backoff_max
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self._http = httpx.Client(timeout=timeout, headers=headers, auth=auth)
+        self._sent = 0  # requests sent by the current call (its attempts)
+        self._http = openai.DefaultHttpx2Client(
+            auth=auth, event_hooks={"request": [self._count], "response": [_require_completion]})
+        self._no_key = not api_key
+        self._openai = _BackoffOpenAI(
+            base_url=self.base_url, api_key=api_key or NO_KEY, timeout=timeout,
+            max_retries=max_retries, http_client=self._http, default_headers=HIDDEN_HEADERS)
+        self._openai.backoff_base, self._openai.backoff_max = backoff_base, backoff_max
+        self._openai.shown_url = self.base_url
 
     def __repr__(self) -> str:
         return f"ChatClient({self.base_url!r})"
 
     def close(self) -> None:
         """Close the HTTP connection pool."""
-        self._http.close()
+        self._openai.close()
 
-    def _backoff(self, attempt: int, retry_after: float | None) -> float:
-        delay = min(self.backoff_max, self.backoff_base * (2**attempt))
-        return max(delay, retry_after or 0.0)
+    def _count(self, request: httpx2.Request) -> None:
+        self._sent += 1
 
     def complete(self, body: dict[str, Any]) -> ChatResponse:
-        """Send one chat-completions request; retry endpoint trouble, then raise."""
-        url = f"{self.base_url}/chat/completions"
-        last = "no attempt made"
-        for attempt in range(self.max_retries + 1):
-            retry_after: float | None = None
-            t0 = time.monotonic()
-            try:
-                resp = self._http.post(url, json=body)
-            except httpx.TimeoutException as exc:
-                last = f"timeout ({type(exc).__name__})"
-            except httpx.TransportError as exc:
-                last = f"connection failed ({type(exc).__name__}: {exc})"
-            else:
-                latency = time.monotonic() - t0
-                if resp.status_code == 200:
-                    parsed = self._parse(resp, latency, attempt + 1)
-                    if parsed is not None:
-                        return parsed
-                    last = "HTTP 200 with a body that is not a chat completion"
-                elif resp.status_code in (400, 404, 422):
-                    raise HarnessRequestError(resp.status_code, resp.text[:2000])
-                elif resp.status_code in (401, 403):
-                    raise ConfigurationError(
-                        f"model endpoint {self.base_url} refused the credentials "
-                        f"(HTTP {resp.status_code}): {resp.text[:500]}"
-                    )
-                elif resp.status_code == 429 or resp.status_code >= 500:
-                    retry_after = _retry_after(resp)
-                    last = f"HTTP {resp.status_code}: {resp.text[:300]}"
-                else:
-                    last = f"unexpected HTTP {resp.status_code}: {resp.text[:300]}"
-            if attempt < self.max_retries:
-                delay = self._backoff(attempt, retry_after)
-                log.warning(
-                    "model endpoint %s: %s; retry %d/%d in %.2fs",
-                    self.base_url, last, attempt + 1, self.max_retries, delay,
-                )
-                time.sleep(delay)
-        raise ModelEndpointError(
-            f"model endpoint {self.base_url} failed after {self.max_retries + 1} attempts: {last}"
-        )
-
-    @staticmethod
-    def _parse(resp: httpx.Response, latency: float, attempts: int) -> ChatResponse | None:
+        """Send one chat-completions request (``body`` as sent); openai retries endpoint
+        trouble, then this raises (see the module docstring)."""
+        self._sent = 0
+        extra = {k: v for k, v in body.items() if k not in ("model", "messages")}
         try:
-            data = resp.json()
-            choice = data["choices"][0]
-            msg = choice["message"]
-        except (ValueError, KeyError, IndexError, TypeError):
-            return None
-        content = msg.get("content")
-        if isinstance(content, list):  # some servers return content parts
-            content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
-        reasoning = msg.get("reasoning_content") or msg.get("reasoning")
-        return ChatResponse(
-            content=content,
-            reasoning=reasoning,
-            usage=data.get("usage") or {},
-            finish_reason=choice.get("finish_reason"),
-            latency_s=latency,
-            attempts=attempts,
-        )
+            raw = self._openai.chat.completions.with_raw_response.create(
+                model=body["model"], messages=body["messages"], extra_body=extra,
+                extra_headers={"Authorization": openai.omit} if self._no_key else None)
+        except openai.APIStatusError as exc:
+            raise self._status_error(exc) from None
+        except openai.APITimeoutError as exc:
+            raise self._failed(f"timeout ({_cause(exc)})") from None
+        except openai.APIConnectionError as exc:
+            cause = exc.__cause__
+            what = (str(cause) if isinstance(cause, NotAChatCompletion)
+                    else f"connection failed ({_cause(exc)}: {cause})")
+            raise self._failed(what) from None
+        return _view(raw.parse(), raw.elapsed.total_seconds(), raw.retries_taken + 1)
+
+    def _failed(self, what: str) -> ModelEndpointError:
+        return ModelEndpointError(
+            f"model endpoint {self.base_url} failed after {self._sent} attempts: {what}")
+
+    def _status_error(self, exc: openai.APIStatusError) -> Exception:
+        status, text = exc.status_code, exc.response.text
+        if status in (400, 404, 422):
+            return HarnessRequestError(status, text[:2000])
+        if status in (401, 403):
+            return ConfigurationError(f"model endpoint {self.base_url} refused the credentials "
+                                      f"(HTTP {status}): {text[:500]}")
+        if status in (408, 409, 429) or status >= 500:
+            return self._failed(f"HTTP {status}: {text[:300]}")
+        return ModelEndpointError(f"model endpoint {self.base_url} answered HTTP {status} "
+                                  f"(not retried): {text[:300]}")
+
+
+def _cause(exc: BaseException) -> str:
+    return type(exc.__cause__).__name__ if exc.__cause__ is not None else type(exc).__name__
+
+
+def _require_completion(response: httpx2.Response) -> None:
+    """Response hook: a 200 from ``/chat/completions`` must be a chat completion."""
+    if response.status_code != 200 or not response.request.url.path.endswith("/chat/completions"):
+        return
+    try:
+        CompletionShape.model_validate_json(response.read())
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "body"
+        raise NotAChatCompletion(
+            f"HTTP 200 with a body that is not a chat completion ({where}: {first['msg']})",
+            request=response.request) from None
+
+
+def _view(completion: ChatCompletion, latency: float, attempts: int) -> ChatResponse:
+    choice = completion.choices[0]
+    msg = choice.message
+    content: Any = msg.content
+    if isinstance(content, list):  # some servers return content parts
+        content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
+    reasoning = getattr(msg, "reasoning_content", None) or getattr(msg, "reasoning", None)
+    usage = completion.usage.model_dump(exclude_none=True) if completion.usage else {}
+    return ChatResponse(content=content, reasoning=reasoning, usage=usage,
+                        finish_reason=choice.finish_reason, latency_s=latency, attempts=attempts)

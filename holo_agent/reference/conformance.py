@@ -74,11 +74,6 @@ def extract_instruction(messages: list[dict[str, Any]]) -> str | None:
     return None
 
 
-def count_images(messages: list[dict[str, Any]]) -> int:
-    """Number of image parts in a message list."""
-    return sum(p.get("type") in _IMAGE_TYPES for m in messages for p in _parts(m.get("content")))
-
-
 def _observations(msg_index: int, msg: dict[str, Any]) -> tuple[list[bool], Violation | None]:
     """Scan one user message; returns [has_image per observation] or a wrapper violation."""
     where = f"message {msg_index}"

@@ -5,6 +5,7 @@ A spec is a comma-separated list of ``name=value``:
 - ``status=CODE:N``: answer the next N chat requests with HTTP CODE (e.g. ``status=503:2``).
 - ``retry_after=S``: send ``Retry-After: S`` with those status answers.
 - ``drop=N``: close the connection without answering, N times.
+- ``bad_body=N``: answer HTTP 200 with a JSON body that is not a chat completion, N times.
 - ``delay=S`` or ``delay=S:N``: wait S seconds before answering (every request, or the next N).
 - content faults, N times each: ``malformed`` (invalid JSON), ``schema`` (valid JSON, not a
   Step), ``list_coords`` (``"x": [a, b]``), ``range_coords`` (``"x": "a-b"``), ``out_of_range``
@@ -15,8 +16,10 @@ Counts are numbers of chat requests affected; a request consumes at most one con
 
 from __future__ import annotations
 
+import json
 import threading
 from dataclasses import dataclass, field
+from typing import Any
 
 CONTENT_FAULTS: tuple[str, ...] = (
     "malformed", "schema", "list_coords", "range_coords", "out_of_range", "empty",
@@ -30,6 +33,7 @@ class FaultDecision:
     status: int | None = None
     retry_after: float | None = None
     drop: bool = False
+    bad_body: bool = False
     delay: float = 0.0
     content: str | None = None
 
@@ -42,6 +46,7 @@ class FaultPlan:
     status_left: int = 0
     retry_after: float | None = None
     drop_left: int = 0
+    bad_body_left: int = 0
     delay: float = 0.0
     delay_left: int | None = None
     content_left: dict[str, int] = field(default_factory=dict)
@@ -67,6 +72,8 @@ class FaultPlan:
                     plan.retry_after = float(value)
                 elif name == "drop":
                     plan.drop_left = int(value)
+                elif name == "bad_body":
+                    plan.bad_body_left = int(value)
                 elif name == "delay":
                     secs, _, n = value.partition(":")
                     plan.delay, plan.delay_left = float(secs), (int(n) if n else None)
@@ -94,9 +101,32 @@ class FaultPlan:
                 self.status_left -= 1
                 d.status, d.retry_after = self.status_code, self.retry_after
                 return d
+            if self.bad_body_left > 0:
+                self.bad_body_left -= 1
+                d.bad_body = True
+                return d
             for name in CONTENT_FAULTS:
                 if self.content_left.get(name, 0) > 0:
                     self.content_left[name] -= 1
                     d.content = name
                     break
         return d
+
+
+def bad_content(kind: str, step: dict[str, Any]) -> str:
+    """Model output broken in the way fault ``kind`` describes."""
+    click = {"note": None, "thought": "click it", "tool_call": {
+        "tool_name": "click", "element": "the button", "x": 500, "y": 500}}
+    if kind == "malformed":
+        return json.dumps(step)[:-7]
+    if kind == "schema":
+        return json.dumps({"thought": "no tool", "tool_call": {"tool_name": "teleport"}})
+    if kind == "list_coords":
+        click["tool_call"]["x"] = [480, 520]
+    elif kind == "range_coords":
+        click["tool_call"]["x"] = "480-520"
+    elif kind == "out_of_range":
+        click["tool_call"]["x"] = 1500
+    elif kind == "empty":
+        return ""
+    return json.dumps(click)

@@ -5,7 +5,8 @@ answered with a verdict from the action list: ``success`` when the agent's tool 
 the task's scripted reference solution (its last one an answer, an INFEASIBLE one included) and
 the episode ended by that answer, else ``failure``
 naming the first difference. Like the rest of the endpoint it is a harness check (it reads the
-actions, not the screenshots), never a model's judgement.
+actions, not the screenshots), never a model's judgement. Its ``usage`` counts the screenshots
+by patches (:mod:`.usage`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import time
 from typing import Any
 
 from holo_agent.judge.request import ACTIONS_CLOSE, ACTIONS_OPEN
+from holo_agent.reference.usage import prompt_tokens, text_tokens
 
 JUDGE_MODEL = "reference-judge"
 
@@ -68,12 +70,12 @@ def judge_completion(body: dict[str, Any], solutions: dict[str, list[dict[str, A
                      number: int) -> dict[str, Any]:
     """The chat completion answering a judge request."""
     content = json.dumps(judge_verdict(body, solutions))
+    prompt_t, completion_t = prompt_tokens(body.get("messages") or []), text_tokens(content)
     return {
         "id": f"chatcmpl-judge-{number}", "object": "chat.completion",
         "created": int(time.time()), "model": JUDGE_MODEL,
         "choices": [{"index": 0, "finish_reason": "stop",
                      "message": {"role": "assistant", "content": content}}],
-        "usage": {"prompt_tokens": len(json.dumps(body)) // 4, "completion_tokens":
-                  len(content) // 4, "total_tokens": len(json.dumps(body)) // 4 + len(content)
-                  // 4},
+        "usage": {"prompt_tokens": prompt_t, "completion_tokens": completion_t,
+                  "total_tokens": prompt_t + completion_t},
     }

@@ -11,12 +11,13 @@ It is a harness check, not a model: ``/v1/models`` reports ``reference-policy`` 
    gets the same step again (the scripted step, now without the injected fault);
 4. answers ``policy(instruction, step_index, request)`` when a policy is given and returns a
    Step, else ``solutions[instruction][step_index]``, else (past the solution's end)
-   ``answer("DONE")``; with ``usage`` (plausible token counts) and a ``reasoning_content``.
+   ``answer("DONE")``; with ``usage`` (text by characters, images by vision-encoder patches:
+   :mod:`.usage`) and a ``reasoning_content``.
    A task it has no solution for is answered HTTP 404 ``no_solution``, never a made-up DONE.
 
 ``POST /admin/faults`` with ``{"spec": "..."}`` sets faults from another process.
-``requests_seen`` keeps the last ``keep_requests`` chat request bodies (oldest first);
-``request_count`` counts them all.
+``requests_seen`` keeps the last ``keep_requests`` chat request bodies (oldest first) and
+``headers_seen`` their HTTP headers; ``request_count`` counts them all.
 """
 
 from __future__ import annotations
@@ -30,9 +31,10 @@ from collections import deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
 
-from holo_agent.reference.conformance import check_request, count_images, extract_instruction
-from holo_agent.reference.faults import FaultPlan
+from holo_agent.reference.conformance import check_request, extract_instruction
+from holo_agent.reference.faults import FaultPlan, bad_content
 from holo_agent.reference.judge import JUDGE_MODEL, judge_completion
+from holo_agent.reference.usage import prompt_tokens, text_tokens
 from holo_agent.tools import StepParseError, parse_step
 
 log = logging.getLogger(__name__)
@@ -52,25 +54,6 @@ class NoSolution(LookupError):
     def __init__(self, instruction: str) -> None:
         super().__init__(f"the reference endpoint has no solution for this task "
                          f"({instruction[:80]!r}); it plays scripted solutions only")
-
-
-def _bad_content(kind: str, step: dict[str, Any]) -> str:
-    """Model output broken in the way fault ``kind`` describes."""
-    click = {"note": None, "thought": "click it", "tool_call": {
-        "tool_name": "click", "element": "the button", "x": 500, "y": 500}}
-    if kind == "malformed":
-        return json.dumps(step)[:-7]
-    if kind == "schema":
-        return json.dumps({"thought": "no tool", "tool_call": {"tool_name": "teleport"}})
-    if kind == "list_coords":
-        click["tool_call"]["x"] = [480, 520]
-    elif kind == "range_coords":
-        click["tool_call"]["x"] = "480-520"
-    elif kind == "out_of_range":
-        click["tool_call"]["x"] = 1500
-    elif kind == "empty":
-        return ""
-    return json.dumps(click)
 
 
 def _validate_solutions(solutions: dict[str, list[dict]]) -> None:
@@ -109,6 +92,7 @@ class ReferenceEndpoint:
         self._lock = threading.Lock()
         # Bounded: requests carry screenshots; a long run must not hold them all.
         self.requests_seen: deque[dict[str, Any]] = deque(maxlen=keep_requests)
+        self.headers_seen: deque[dict[str, str]] = deque(maxlen=keep_requests)
         self.responses_sent: deque[dict[str, Any]] = deque(maxlen=keep_requests)
         self.request_count = 0
         self._server: ThreadingHTTPServer | None = None
@@ -192,17 +176,16 @@ class ReferenceEndpoint:
         step, index, instruction = self.next_step(body)
         content = json.dumps(step, ensure_ascii=False)
         if content_fault:
-            content = _bad_content(content_fault, step)
+            content = bad_content(content_fault, step)
         tool = step.get("tool_call", {}).get("tool_name")
         log.info("request %d: conforms; task %r step %d -> %s%s", self.request_count,
                  instruction[:60], index, tool,
                  f" (injected fault: {content_fault})" if content_fault else "")
         reasoning = (f"Reference policy, step {index} of the scripted solution for this task: "
                      f"{tool}." + (f" (injected fault: {content_fault})" if content_fault else ""))
-        text_chars = sum(len(json.dumps(m.get("content"))) for m in body["messages"])
-        reasoning_t = max(1, len(reasoning) // 4)
-        prompt_t = text_chars // 4 + 1200 * count_images(body["messages"])
-        completion_t = max(1, len(content) // 4) + reasoning_t
+        reasoning_t = text_tokens(reasoning)
+        prompt_t = prompt_tokens(body["messages"])
+        completion_t = text_tokens(content) + reasoning_t
         return {
             "id": f"chatcmpl-ref-{self.request_count}", "object": "chat.completion",
             "created": int(time.time()), "model": self.model_name,
@@ -276,6 +259,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         with ep._lock:
             ep.requests_seen.append(body)
+            ep.headers_seen.append({k.lower(): v for k, v in self.headers.items()})
             ep.request_count += 1
             decision = ep._faults.next()
         if decision.delay:
@@ -286,6 +270,9 @@ class _Handler(BaseHTTPRequestHandler):
                 self.connection.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass
+            return
+        if decision.bad_body:
+            self._send(200, {"object": "error", "message": "injected fault: not a completion"})
             return
         if decision.status:
             headers = {}

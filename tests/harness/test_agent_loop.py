@@ -17,8 +17,15 @@ import pytest
 from PIL import Image
 
 from computer_env.base import Click, Drag, Hotkey, Scroll, TypeText
-from computer_env.errors import ModelEndpointError
-from holo_agent import HarnessRequestError, HoloComputerAgent, Trajectory, step_json_schema
+from computer_env.errors import ConfigurationError, ModelEndpointError
+from holo_agent import (
+    Agent,
+    HarnessRequestError,
+    HoloComputerAgent,
+    StepRecord,
+    Trajectory,
+    step_json_schema,
+)
 from holo_agent.conversation import EVICTED
 from holo_agent.reference import CONTENT_FAULTS, ReferenceEndpoint
 from memenv import MemoryEnv
@@ -197,6 +204,37 @@ def test_endpoint_5xx_then_recovery() -> None:
     assert traj.end == "answered" and traj.steps[0].attempts == 4
 
 
+def test_backoff_options_set_the_delays() -> None:
+    """``backoff_base``/``backoff_max`` are the retry delays (openai's own backoff waits at least
+    1.1 s for two retries): 0.01 s doubling is quick, 0.4 s doubling waits 0.4 + 0.8 s."""
+    spent = {}
+    for base in (0.01, 0.4):
+        with ReferenceEndpoint({TASK: SOLUTION}, faults="status=503:2") as ep:
+            t0 = time.monotonic()
+            traj = agent(ep.url, backoff_base=base, backoff_max=5).run(MemoryEnv(TASK), 1)
+            spent[base] = time.monotonic() - t0
+        assert traj.steps[0].attempts == 3
+    assert spent[0.01] < 1.0, spent
+    assert spent[0.4] >= 1.2, spent
+    with ReferenceEndpoint({TASK: SOLUTION}, faults="status=503:2") as ep:
+        t0 = time.monotonic()
+        agent(ep.url, backoff_base=0.4, backoff_max=0.05).run(MemoryEnv(TASK), 1)
+        assert time.monotonic() - t0 < 1.0  # capped at backoff_max
+
+
+def test_a_200_that_is_not_a_chat_completion_is_retried() -> None:
+    env = MemoryEnv(TASK)
+    with ReferenceEndpoint({TASK: SOLUTION}, faults="bad_body=2") as ep:
+        traj = agent(ep.url, max_retries=2).run(env, max_steps=10)
+        assert len(ep.requests_seen) == 2 + 4
+    assert traj.end == "answered" and traj.steps[0].attempts == 3
+    with ReferenceEndpoint({TASK: SOLUTION}, faults="bad_body=100") as ep:
+        with pytest.raises(ModelEndpointError,
+                           match="3 attempts: HTTP 200 with a body that is not a chat completion"):
+            agent(ep.url, max_retries=2).run(MemoryEnv(TASK), max_steps=5)
+        assert len(ep.requests_seen) == 3
+
+
 def test_endpoint_keeps_failing_raises_model_endpoint_error() -> None:
     with ReferenceEndpoint({TASK: SOLUTION}, faults="status=500:100") as ep:
         with pytest.raises(ModelEndpointError, match="3 attempts.*HTTP 500"):
@@ -245,9 +283,36 @@ def test_api_key_is_sent_as_bearer_and_not_leaked() -> None:
         a = agent(ep.url, api_key=key)
         assert a.run(MemoryEnv(TASK), max_steps=5).end == "answered"
         assert key not in repr(a) and key not in str(a.settings())
-        with pytest.raises(Exception) as info:
+        assert {h["authorization"] for h in ep.headers_seen} == {f"Bearer {key}"}
+        with pytest.raises(ConfigurationError, match="refused the credentials") as info:
             agent(ep.url, api_key="wrong-key").run(MemoryEnv(TASK), max_steps=5)
     assert "wrong-key" not in str(info.value)
+    assert info.value.__cause__ is None and info.value.__suppress_context__
+
+
+def test_no_api_key_sends_no_authorization_and_reads_no_openai_environment(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without ``api_key`` nothing of the user's OpenAI settings reaches the endpoint."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-from-the-environment")
+    monkeypatch.setenv("OPENAI_ORG_ID", "org-from-the-environment")
+    monkeypatch.setenv("OPENAI_PROJECT_ID", "proj-from-the-environment")
+    with ReferenceEndpoint({TASK: SOLUTION}) as ep:
+        assert agent(ep.url).run(MemoryEnv(TASK), max_steps=5).end == "answered"
+        sent = list(ep.headers_seen)
+    assert sent and all("authorization" not in h for h in sent)
+    assert not [h for h in sent if any("environment" in v for v in h.values())]
+
+
+def test_agent_protocol_and_before_action_at_construction() -> None:
+    seen: list[list[StepRecord]] = []
+    with ReferenceEndpoint({TASK: SOLUTION}, faults="malformed=1") as ep:
+        a = agent(ep.url, before_action=seen.append)
+        assert isinstance(a, Agent)
+        traj = a.run(MemoryEnv(TASK), max_steps=10)
+        a.close()
+    assert traj.end == "answered"
+    # one call per applied action (the answer applies none), the re-asked turn first
+    assert [[r.reask for r in records] for records in seen] == [[0, 1], [0], [0]]
 
 
 def test_terse_prompt_variant_conforms() -> None:
