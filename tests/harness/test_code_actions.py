@@ -20,6 +20,7 @@ from computer_env.osworld import OSWorldComputerEnv, TaskContext, default_vars
 from computer_env.osworld.tasks import parse_task
 from holo_agent.code_tool import MODEL_CHARS, run_code_action, truncate
 from holo_agent.prompt import build_system_prompt
+from holo_agent.records import read_traj
 from holo_agent.tools import StepParseError, parse_step, step_json_schema
 from suite import run_suite, task_list_file
 
@@ -118,10 +119,10 @@ def test_suite_with_code_actions_profile_and_judge(tmp_path: Path) -> None:
         assert r["judge"]["status"] == "scored" and r["judge"]["verdict"] == 1
         assert r["judge"]["rule_score"] == 1.0 and r["judge"]["score_by"] == "rule"
     case = run.run_dir / "reference-policy" / "text_editor" / "text-editor-new-config"
-    steps = [json.loads(x) for x in (case / "traj.jsonl").read_text().splitlines()]
-    code = [s for s in steps if s.get("code")]
-    assert len(code) == 1 and "port=8080$" in code[0]["code"]["output"]
-    assert all(s["image_size"] == [1504, 832] for s in steps)  # the profile's resolution
+    steps = read_traj(case)
+    code = [s.code_run for s in steps if s.code_run]
+    assert len(code) == 1 and "port=8080$" in code[0].output
+    assert all(s.image_size == (1504, 832) for s in steps)  # the profile's resolution
     page = (case / "replay.html").read_text()
     assert "code (bash) · exit code 0" in page and "judge (reference-judge): done" in page
     p = run.summary["protocols"]
