@@ -4,7 +4,9 @@ the CLI. Requests are built by hand (httpx) so that each convention can be broke
 
 from __future__ import annotations
 
+import base64
 import copy
+import io
 import json
 import os
 import signal
@@ -15,10 +17,14 @@ from typing import Any, Callable
 
 import httpx
 import pytest
+from PIL import Image
 
 from holo_agent.conversation import EVICTED, Conversation
+from holo_agent.judge import build_judge_messages
 from holo_agent.prompt import build_system_prompt
 from holo_agent.reference import ReferenceEndpoint
+from holo_agent.reference.judge import JUDGE_MODEL, judge_completion
+from holo_agent.reference.usage import image_tokens
 from holo_agent.tools import Step, step_json_schema
 
 TASK = "Open the file and report its first line."
@@ -73,6 +79,53 @@ def test_plays_steps_by_assistant_turn_count(endpoint: ReferenceEndpoint) -> Non
     assert json.loads(second) == SOLUTION[1]
     done = post(endpoint.url, good_body(3)).json()["choices"][0]["message"]["content"]
     assert json.loads(done)["tool_call"] == {"tool_name": "answer", "content": "DONE"}
+
+
+def noisy_png(width: int, height: int) -> bytes:
+    """A PNG that compresses badly, as screenshots with text and photos do."""
+    buf = io.BytesIO()
+    Image.effect_noise((width, height), 64).save(buf, "PNG")
+    return buf.getvalue()
+
+
+def with_image(body: dict[str, Any], png: bytes) -> dict[str, Any]:
+    """``body`` with its (only) screenshot replaced by ``png``."""
+    body = copy.deepcopy(body)
+    url = "data:image/png;base64," + base64.b64encode(png).decode("ascii")
+    body["messages"][1]["content"][2]["image_url"]["url"] = url
+    return body
+
+
+def test_image_tokens_follow_the_vision_encoders_patches() -> None:
+    assert image_tokens(1920, 1080) == 69 * 39 + 2  # resized to 1932x1092, 28 px a token
+    assert image_tokens(1280, 800) == 46 * 29 + 2
+    assert image_tokens(10, 10) == image_tokens(56, 56) == 2 * 2 + 2  # at least MIN_PIXELS
+    assert image_tokens(10_000, 10_000) <= 16384 + 2  # at most MAX_PIXELS
+
+
+def test_usage_counts_a_screenshot_by_its_patches_not_its_base64(endpoint: ReferenceEndpoint
+                                                                  ) -> None:
+    """One 1920x1080 PNG costs its 2693 patch tokens, not its base64 text (here ~700k "tokens"
+    at four characters each)."""
+    big = with_image(good_body(1), noisy_png(1920, 1080))
+    small = with_image(good_body(1), noisy_png(56, 56))
+    assert len(json.dumps(big)) // 4 > 500_000
+    usage = {}
+    for name, body in (("big", big), ("small", small)):
+        resp = post(endpoint.url, body)
+        assert resp.status_code == 200, resp.text
+        usage[name] = resp.json()["usage"]["prompt_tokens"]
+    assert usage["big"] - usage["small"] == image_tokens(1920, 1080) - image_tokens(56, 56)
+    text = usage["small"] - image_tokens(56, 56)  # the system prompt, the task, the wrappers
+    assert 1000 < text < 5000 and usage["big"] == text + 2693
+
+
+def test_judge_usage_counts_screenshots_by_patches() -> None:
+    messages = build_judge_messages(TASK, [SOLUTION[0]], "answered",
+                                    [(noisy_png(1920, 1080), "image/png")])
+    solutions = {TASK: SOLUTION}
+    usage = judge_completion({"model": JUDGE_MODEL, "messages": messages}, solutions, 1)["usage"]
+    assert 2693 < usage["prompt_tokens"] < 2693 + 1000
 
 
 def test_policy_is_asked_first() -> None:
@@ -206,6 +259,13 @@ def test_drop_fault_closes_the_connection() -> None:
         with pytest.raises(httpx.TransportError):
             post(ep.url, good_body(1))
         assert post(ep.url, good_body(1)).status_code == 200
+
+
+def test_bad_body_fault_answers_200_without_a_completion() -> None:
+    with ReferenceEndpoint({TASK: SOLUTION}, faults="bad_body=1") as ep:
+        first = post(ep.url, good_body(1))
+        assert first.status_code == 200 and "choices" not in first.json()
+        assert "choices" in post(ep.url, good_body(1)).json()
 
 
 def test_bad_solution_is_refused_at_construction() -> None:

@@ -6,16 +6,20 @@ password out of result.json, agent.json, every other file and the terminal.
 
 from __future__ import annotations
 
+import base64
 import uuid
 from pathlib import Path
 from typing import Iterator
 
 import pytest
 
+from computer_env.errors import ModelEndpointError
 from fixtures.plugin import builtin_solutions_by_instruction
 from fixtures.redact import redact, redact_obj, strip_url_credentials
+from holo_agent import HoloComputerAgent
 from holo_agent.client import ChatClient, split_credentials
-from holo_agent.reference import ReferenceEndpoint
+from holo_agent.reference import DONE_STEP, ReferenceEndpoint
+from memenv import MemoryEnv
 from suite import first_smoke_tasks, run_suite, task_list_file
 
 PASSWORD = "pw-" + uuid.uuid4().hex
@@ -42,6 +46,26 @@ def test_chat_client_shows_the_url_without_credentials_and_sends_them() -> None:
         assert client._http.auth is not None  # noqa: SLF001 - the credentials go into requests
     finally:
         client.close()
+
+
+def test_url_credentials_go_out_as_basic_auth_and_nowhere_else() -> None:
+    """A real request: the endpoint receives ``Basic holo:PASSWORD`` (not a Bearer key); the
+    agent's URL, settings and errors leave the password out."""
+    with ReferenceEndpoint(policy=lambda instruction, index, request: DONE_STEP,
+                           faults="status=500:100") as ep:
+        url = ep.url.replace("http://", f"http://holo:{PASSWORD}@", 1)
+        agent = HoloComputerAgent(url, "reference-policy", max_retries=1, backoff_base=0.01)
+        with pytest.raises(ModelEndpointError) as info:
+            agent.run(MemoryEnv("Say done."), max_steps=1)
+        ep.set_faults(None)
+        assert agent.run(MemoryEnv("Say done."), max_steps=1).end == "answered"
+        agent.close()
+        sent = {h.get("authorization") for h in ep.headers_seen}
+        shown = ep.url
+    basic = "Basic " + base64.b64encode(f"holo:{PASSWORD}".encode()).decode()
+    assert sent == {basic}
+    assert PASSWORD not in str(info.value) and shown in str(info.value)
+    assert PASSWORD not in repr(agent) and PASSWORD not in str(agent.settings())
 
 
 @pytest.fixture
