@@ -11,7 +11,11 @@
   screenshots fail with HTTP 500;
 - ``CHAOS_WRONG=<task_id,...>``: the reference solution of these tasks is replaced by an
   immediate answer (a genuine scored failure);
-- ``CHAOS_UNREACHABLE=<task_id,...>``: every attempt of these tasks finds the desktop killed.
+- ``CHAOS_UNREACHABLE=<task_id,...>``: every attempt of these tasks finds the desktop killed;
+- ``CHAOS_EVAL_UNSUPPORTED=<task_id,...>``: OSWorld's evaluator of these tasks raises
+  ``EvaluatorUnsupported`` at evaluation time (a metric this environment lacks);
+- ``CHAOS_HARNESS_BUG=<task_id,...>``: the evaluation of these tasks hits a harness bug, an
+  ``AttributeError`` raised while handling a ``ConnectionRefusedError``.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from typing import Any
 import pytest
 
 import fixtures.osworld_case as osworld_case
+from computer_env.osworld import EvaluatorUnsupported
 
 _done: set[str] = set()
 
@@ -74,6 +79,13 @@ def pytest_configure(config: pytest.Config) -> None:
         return real_run_agent(task, ctx, ws, case_dir, attempt, step_then_kill)
 
     def evaluate(task: Any, ctx: Any) -> Any:
+        if task.id in _ids("CHAOS_EVAL_UNSUPPORTED"):
+            raise EvaluatorUnsupported("metric 'chaos_metric'", "not in this environment")
+        if task.id in _ids("CHAOS_HARNESS_BUG"):
+            try:
+                raise ConnectionRefusedError("the desktop refused")
+            except ConnectionRefusedError:
+                return None.score  # type: ignore[attr-defined]  # a bug while handling it
         if mode == "evaluate" and task.id not in _done:
             _done.add(task.id)
             _kill_server(ctx)

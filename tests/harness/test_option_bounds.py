@@ -1,5 +1,7 @@
 """Every numeric option is validated at start-up with a usage error naming it (issue 11,
-item 7): a bad value stops the run before any task instead of breaking every case."""
+item 7): a bad value stops the run before any task instead of breaking every case. The ranges
+are the constraints of the ``Settings`` model (``fixtures.settings``); a violation names the
+option, not the field."""
 
 from __future__ import annotations
 
@@ -9,35 +11,65 @@ from pathlib import Path
 
 import pytest
 
-from fixtures.options import NUMERIC_BOUNDS, check_numeric_options
+from fixtures.options import add_options
+from fixtures.settings import Settings
+from fixtures.settings_build import OPTION_FIELDS, settings_from_config
 
 ROOT = Path(__file__).resolve().parents[2]
-DEFAULTS = {"endpoint_retries": 4, "endpoint_backoff": 1.0, "request_timeout": 300.0,
-            "net_wait": 600.0, "temperature": 0.8, "max_image_width": None, "infra_reruns": 2,
-            "infra_rerun_delay": 2.0, "turn_seconds": 1.0, "watch_port": 0}
 
 
-def _get(**changed: object):
-    values = {**DEFAULTS, **changed}
-    return lambda dest: values[dest]
+class _Config:
+    """A ``pytest.Config`` stand-in exposing ``getoption`` over the suite's real parser."""
+
+    def __init__(self, args: list[str]) -> None:
+        parser = pytest.Parser(_ispytest=True)
+        add_options(parser)
+        self.option = parser.parse(args)
+
+    def getoption(self, name: str) -> object:
+        return getattr(self.option, name)
 
 
-@pytest.mark.parametrize("dest, value", [
-    ("endpoint_retries", -1), ("endpoint_backoff", -0.5), ("request_timeout", 0.0),
-    ("max_image_width", 0), ("infra_reruns", -1), ("infra_rerun_delay", -1.0),
-    ("temperature", float("nan")), ("net_wait", float("inf")), ("turn_seconds", 0.0),
-    ("watch_port", 70000),
+def _settings(*args: str) -> Settings:
+    return settings_from_config(_Config(list(args)))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("option, value", [
+    ("--endpoint-retries", "-1"), ("--endpoint-backoff", "-0.5"), ("--request-timeout", "0"),
+    ("--max-image-width", "0"), ("--infra-reruns", "-1"), ("--infra-rerun-delay", "-1"),
+    ("--temperature", "nan"), ("--net-wait", "inf"), ("--turn-seconds", "0"),
+    ("--watch-port", "70000"), ("--max-steps", "0"), ("--samples", "0"),
+    ("--pass-threshold", "1.5"), ("--game-pass-threshold", "-0.1"), ("--settle", "-2"),
+    ("--code-timeout", "0"), ("--judge-timeout", "-1"), ("--verifier-timeout", "0"),
 ])
-def test_out_of_range_values_are_usage_errors_naming_the_option(dest: str, value: float) -> None:
-    with pytest.raises(pytest.UsageError, match=f"^--{dest.replace('_', '-')}: must be"):
-        check_numeric_options(_get(**{dest: value}))
+def test_out_of_range_values_are_usage_errors_naming_the_option(option: str, value: str) -> None:
+    with pytest.raises(pytest.UsageError, match=f"^{option}: must be"):
+        _settings(f"{option}={value}")
 
 
-def test_every_numeric_option_has_a_bound_and_defaults_pass() -> None:
-    check_numeric_options(_get())
-    check_numeric_options(_get(endpoint_retries=0, infra_reruns=0, max_image_width=640,
-                               temperature=0.0, request_timeout=0.5))
-    assert {d for d, *_ in NUMERIC_BOUNDS} == set(DEFAULTS)
+def test_defaults_and_edge_values_pass() -> None:
+    s = _settings()
+    assert (s.endpoints.retries, s.run.infra_reruns, s.agent.max_steps) == (4, 2, 100)
+    edge = _settings("--endpoint-retries", "0", "--infra-reruns", "0", "--max-image-width",
+                     "640", "--temperature", "0", "--request-timeout", "0.5")
+    assert edge.endpoints.request_timeout == 0.5 and edge.agent.temperature == 0.0
+
+
+def test_choices_are_literals_named_by_option() -> None:
+    with pytest.raises(pytest.UsageError, match="^--pacing: expected 'turn', 'realtime' or "
+                                                "'wallclock', got 'fast'"):
+        _settings("--pacing", "fast")
+    with pytest.raises(pytest.UsageError, match="^--order: expected"):
+        _settings("--order", "random")
+    with pytest.raises(pytest.UsageError, match="^--games: expected"):
+        _settings("--games", "pong")
+
+
+def test_every_option_lands_in_one_field_of_the_model() -> None:
+    fields = {(section, name) for section, info in Settings.model_fields.items()
+              for name in info.annotation.model_fields}  # type: ignore[union-attr]
+    assert set(OPTION_FIELDS.values()) <= fields
+    assert len(set(OPTION_FIELDS.values())) == len(OPTION_FIELDS)  # no field fed twice
 
 
 def _collect(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:

@@ -35,9 +35,10 @@ from fixtures.stash import SETTINGS
 
 def test_dump_settings(request):
     s = request.config.stash[SETTINGS]
-    out = {"vm_proxy": s.vm_proxy, "net_gate": s.net_gate,
-           "osworld_root": str(s.osworld_root) if s.osworld_root else None,
-           "provider": s.provider, "screen": list(s.screen), "samples": s.samples}
+    out = {"vm_proxy": s.network.vm_proxy, "net_gate": s.network.gate,
+           "osworld_root": str(s.tasks.osworld_root) if s.tasks.osworld_root else None,
+           "provider": s.desktops.provider, "screen": list(s.desktops.screen),
+           "samples": s.tasks.samples}
     with open(os.environ["SETTINGS_OUT"], "w") as f:
         json.dump(out, f)
 '''

@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from fixtures.options import Settings
+from fixtures.options import add_options
+from fixtures.settings import Settings
+from fixtures.settings_build import settings_from_config
 from suite import run_suite
 
 
@@ -16,8 +18,6 @@ class _Config:
     """A ``pytest.Config`` stand-in exposing ``getoption`` over parsed suite options."""
 
     def __init__(self, args: list[str]) -> None:
-        from fixtures.options import add_options
-
         parser = pytest.Parser(_ispytest=True)
         add_options(parser)
         self.option = parser.parse(args)
@@ -27,17 +27,18 @@ class _Config:
 
 
 def settings(*args: str) -> Settings:
-    return Settings.from_config(_Config(list(args)))  # type: ignore[arg-type]
+    return settings_from_config(_Config(list(args)))  # type: ignore[arg-type]
 
 
 def test_os_helix_profile_sets_the_protocol() -> None:
     s = settings("--profile", "os-helix")
     p = s.protocols
-    assert (s.max_steps, s.image_budget, s.task_list) == (50, 8, "test_all")  # built-in set
+    # the built-in set: its tasks have no Google Drive, so the task list stays
+    assert (s.agent.max_steps, s.agent.image_budget, s.tasks.task_list) == (50, 8, "test_all")
     assert p.image_size == (1504, 832) and p.exclude_markers == ("gdrive",)
     assert not p.code_actions  # the code tool stays its own switch (off/on comparisons)
     root = settings("--profile", "os-helix", "--osworld-root", "/tmp")
-    assert root.task_list == "test_nogdrive"
+    assert root.tasks.task_list == "test_nogdrive"
     rec = p.record(s)
     assert rec["profile"] == "os-helix" and rec["image_size"] == [1504, 832]
 
@@ -45,13 +46,13 @@ def test_os_helix_profile_sets_the_protocol() -> None:
 def test_explicit_options_win_over_the_profile() -> None:
     s = settings("--profile", "os-helix", "--max-steps", "15", "--image-budget", "2",
                  "--max-image-width", "1280", "--code-actions")
-    assert (s.max_steps, s.image_budget) == (15, 2)
+    assert (s.agent.max_steps, s.agent.image_budget) == (15, 2)
     assert s.protocols.image_size is None and s.protocols.code_actions
 
 
 def test_holo_repro_profile_and_no_profile() -> None:
     s = settings("--profile", "holo-repro")
-    assert (s.max_steps, s.image_budget, s.protocols.image_size) == (100, 3, None)
+    assert (s.agent.max_steps, s.agent.image_budget, s.protocols.image_size) == (100, 3, None)
     plain = settings()
     assert plain.protocols.profile is None and plain.protocols.record(plain)["profile"] is None
 

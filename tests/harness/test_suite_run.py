@@ -151,6 +151,11 @@ def test_endpoint_killed_mid_task_is_unscored(tmp_path: Path) -> None:
     assert results["outcome"] == "unscored", out[-3000:]
     assert results["infra_category"] == "model_endpoint"
     assert results["score"] is None
+    # unscored keeps what the attempt learnt before the endpoint died: its steps, tokens,
+    # timings and the model it talked to
+    assert results["steps"] >= 1 and results["tokens"]["prompt"] > 0, results
+    assert results["timings"]["agent_s"] is not None and results["timings"]["setup_s"] is not None
+    assert results["versions"]["model"] and results["actions"]["gui"] >= 1
 
 
 def test_vm_server_killed_mid_task_is_rerun_on_a_new_desktop(tmp_path: Path) -> None:
@@ -160,6 +165,11 @@ def test_vm_server_killed_mid_task_is_rerun_on_a_new_desktop(tmp_path: Path) -> 
     assert run.rc == 0, run.output[-3000:]
     (result,) = run.results().values()
     assert result["outcome"] == "passed" and result["attempts"] == 2, result
+    (earlier,) = result["earlier_attempts"]
+    assert earlier["outcome"] == "unscored" and earlier["infra_category"] == "vm_unreachable"
+    first = json.loads((run.run_dir / result["artifact_dir"] / earlier["folder"]
+                        / "attempt_result.json").read_text())
+    assert first["steps"] >= 1 and first["tokens"]["prompt"] > 0, first  # killed after step 1
 
 
 def test_evaluator_getter_failure_is_infra_not_zero(tmp_path: Path) -> None:
