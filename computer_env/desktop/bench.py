@@ -16,12 +16,11 @@ import sys
 import time
 from collections.abc import Callable
 
-from computer_env.desktop.client import DesktopClient
+from computer_env.desktop.client import PYAUTOGUI_PREFIX, DesktopClient
 from computer_env.desktop.providers.local import LocalSandboxProvider
-from computer_env.desktop.providers.proc import pss_kib
+from computer_env.procs import pss_kib
 
-_OSWORLD_CLICK = ("import pyautogui; import time; pyautogui.FAILSAFE = False; "
-                  "pyautogui.click(200, 200)")
+_OSWORLD_CLICK = PYAUTOGUI_PREFIX + "pyautogui.click(200, 200)"
 
 
 def _timed(fn: Callable[[], object], runs: int, *, warmup: int = 1) -> list[float]:

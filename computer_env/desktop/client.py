@@ -11,7 +11,6 @@ import io
 import logging
 import os
 import shlex
-import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -19,14 +18,17 @@ import httpx
 from pydantic import BaseModel
 
 from computer_env.errors import VMUnreachable
+from computer_env.retry import RetryPolicy
 
 if TYPE_CHECKING:
     from computer_env.desktop.providers.base import DesktopHandle
 
 logger = logging.getLogger(__name__)
 
-#: How OSWorld's PythonController wraps pyautogui code for /execute.
+#: How OSWorld's PythonController wraps pyautogui code for /execute (the fast path's
+#: interpreter runs the same before each block).
 PYAUTOGUI_PREFIX = "import pyautogui; import time; pyautogui.FAILSAFE = False; "
+
 EXECUTE_TIMEOUT = 120.0  # the server's own limit for /execute
 
 
@@ -77,10 +79,11 @@ class DesktopClient:
         retries: int = 3,
         backoff: float = 0.5,
     ) -> None:
+        """Connection failures are retried ``retries`` times, waiting ``backoff`` seconds, then
+        twice as long each time."""
         self.url = url.rstrip("/")
         self.timeout = timeout
-        self.retries = retries
-        self.backoff = backoff
+        self.retry = RetryPolicy(attempts=retries + 1, backoff=backoff)
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         self._http = httpx.Client(base_url=self.url, headers=headers, timeout=timeout)
         self._capabilities: dict[str, Any] | None = None
@@ -109,26 +112,22 @@ class DesktopClient:
         retryable: tuple[type[Exception], ...] = (
             (httpx.TransportError,) if idempotent else (httpx.ConnectError, httpx.ConnectTimeout)
         )
-        last: Exception | None = None
-        for attempt in range(self.retries + 1):
-            if attempt:
-                time.sleep(self.backoff * 2 ** (attempt - 1))
-            try:
-                response = self._http.request(
-                    method, path, timeout=timeout if timeout is not None else self.timeout, **kwargs
-                )
-            except retryable as exc:
-                last = exc
-                logger.debug("%s %s: %s (attempt %d)", method, path, exc, attempt + 1)
-                continue
-            except httpx.TransportError as exc:
-                raise VMUnreachable(f"{method} {self.url}{path} failed: {exc!r}") from exc
-            if not ok(response):
-                raise DesktopRequestError(response.status_code, _message(response), path=path)
-            return response
-        raise VMUnreachable(
-            f"{method} {self.url}{path}: no answer after {self.retries + 1} attempts: {last!r}"
-        ) from last
+
+        def send() -> httpx.Response:
+            return self._http.request(
+                method, path, timeout=timeout if timeout is not None else self.timeout, **kwargs)
+
+        try:
+            response = self.retry.call(send, retry_on=retryable, what=f"{method} {path}",
+                                       log_level=logging.DEBUG)
+        except retryable as exc:
+            raise VMUnreachable(f"{method} {self.url}{path}: no answer after "
+                                f"{self.retry.attempts} attempts: {exc!r}") from exc
+        except httpx.TransportError as exc:
+            raise VMUnreachable(f"{method} {self.url}{path} failed: {exc!r}") from exc
+        if not ok(response):
+            raise DesktopRequestError(response.status_code, _message(response), path=path)
+        return response
 
     def _json(self, method: str, path: str, **kwargs: Any) -> Any:
         return self._request(method, path, **kwargs).json()

@@ -19,12 +19,8 @@ import httpx
 import pytest
 
 from computer_env.desktop.client import DesktopClient
-from computer_env.desktop.providers.docker import (
-    DEFAULT_GUEST_SERVER_IMAGE,
-    LABEL_PID,
-    DockerProvider,
-    sweep_dead_containers,
-)
+from computer_env.desktop.providers.docker import DEFAULT_GUEST_SERVER_IMAGE, DockerProvider
+from computer_env.desktop.providers.docker_containers import LABEL_PID, sweep_dead_containers
 from computer_env.errors import ConfigurationError
 from polling import wait_for
 
@@ -181,15 +177,15 @@ def _has(client: Any, image: str) -> bool:
 @pytest.mark.docker
 def test_preflight_missing_image_says_how_to_build(docker_client: Any) -> None:
     with pytest.raises(ConfigurationError, match="build-image.sh"):
-        DockerProvider("holo-bench/no-such-image:never").preflight()
-    assert DockerProvider(IMAGE).preflight() == []
+        DockerProvider("holo-bench/no-such-image:never").check_host()
+    assert DockerProvider(IMAGE).check_host() == []
 
 
 def test_preflight_missing_qcow2_says_where_to_get_it(tmp_path: Path) -> None:
     provider = DockerProvider(vm_path=tmp_path / "Ubuntu.qcow2")
     assert provider.kind == "osworld" and provider.image == "happysixd/osworld-docker"
     with pytest.raises(ConfigurationError) as info:
-        provider.preflight()
+        provider.check_host()
     text = str(info.value)
     for needle in ("Ubuntu.qcow2", "xlangai/ubuntu_osworld", "Ubuntu.qcow2.zip", "12.3 GB",
                    "24.5 GB", "wget -c", "--resume"):
@@ -199,7 +195,7 @@ def test_preflight_missing_qcow2_says_where_to_get_it(tmp_path: Path) -> None:
 def test_preflight_unreachable_daemon_hints_docker_host(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent.sock")
     with pytest.raises(ConfigurationError) as info:
-        DockerProvider(IMAGE).preflight()
+        DockerProvider(IMAGE).check_host()
     text = str(info.value)
     assert "unix:///nonexistent.sock" in text and "DOCKER_HOST" in text and "rootless" in text
 
@@ -210,14 +206,14 @@ def test_osworld_options_follow_upstream(tmp_path: Path, monkeypatch: pytest.Mon
     qcow2.write_bytes(b"")
     monkeypatch.setenv("KVM", "N")
     monkeypatch.setenv("RAM_SIZE", "8G")
-    opts = DockerProvider(vm_path=qcow2, cpu_cores=2)._osworld_options()
+    opts = DockerProvider(vm_path=qcow2, cpu_cores=2).container_options()
     assert opts["environment"] == {"DISK_SIZE": "32G", "RAM_SIZE": "8G", "CPU_CORES": "2",
                                    "KVM": "N"}
     assert opts["devices"] == ["/dev/net/tun"] and opts["cap_add"] == ["NET_ADMIN"]
     assert opts["volumes"] == {str(qcow2): {"bind": "/System.qcow2", "mode": "ro"}}
     assert set(opts["ports"]) == {"5000/tcp", "9222/tcp", "8080/tcp", "8006/tcp"}
     assert all(v == ("127.0.0.1", None) for v in opts["ports"].values())  # Docker picks ports
-    with_kvm = DockerProvider(vm_path=qcow2, kvm=True)._osworld_options()
+    with_kvm = DockerProvider(vm_path=qcow2, kvm=True).container_options()
     assert "/dev/kvm" in with_kvm["devices"] and "KVM" not in with_kvm["environment"]
 
 

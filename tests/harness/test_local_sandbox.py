@@ -181,7 +181,7 @@ def test_two_desktops_do_not_collide(desktop: LocalSandboxProvider) -> None:
 
 
 def _uid_pids(uid: int) -> list[int]:
-    from computer_env.desktop.providers.proc import pids_of_uid
+    from computer_env.procs import pids_of_uid
 
     return pids_of_uid(uid)
 

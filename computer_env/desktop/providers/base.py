@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import abc
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from computer_env.desktop.providers.registry import ProviderOptions
 
 
 @dataclass(frozen=True)
@@ -39,6 +43,18 @@ class DesktopProvider(abc.ABC):
 
     name: str = "abstract"
 
+    @classmethod
+    def from_options(cls, opts: ProviderOptions, variant: str = "") -> DesktopProvider:
+        """Build from the run's options (what the registry calls); ``variant`` is what follows
+        ``:`` in the ``--provider`` name (``aws`` of ``osworld:aws``), empty for the others."""
+        raise NotImplementedError(f"{cls.__name__} cannot be built from the run's options")
+
+    @classmethod
+    def preflight(cls, opts: ProviderOptions, variant: str = "") -> list[str]:
+        """Checks on the controller before any worker starts: raise ``ConfigurationError`` with
+        what to do, return warnings to print. Default: nothing to check."""
+        return []
+
     @abc.abstractmethod
     def start(self) -> DesktopHandle:
         """Start the desktop and block until its server answers (readiness, not a sleep)."""
@@ -63,7 +79,7 @@ class DesktopProvider(abc.ABC):
     def allow_host_port(self, port: int) -> None:  # noqa: B027 - optional
         """Let the guest reach ``port`` on the host (asset server, proxy). Default: nothing to do."""
 
-    def __enter__(self) -> "DesktopProvider":
+    def __enter__(self) -> DesktopProvider:
         self.start()
         return self
 

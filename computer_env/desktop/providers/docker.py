@@ -9,7 +9,8 @@
 Ports are published on 127.0.0.1 with host ports chosen by Docker (no collisions between
 xdist workers or concurrent runs). Reset replaces the container, as upstream; a pre-warmed spare
 (already booting while the current task runs) makes that almost free. Every container carries
-``holo-bench.*`` labels so that :func:`sweep_dead_containers` can remove what a killed run left.
+``holo-bench.*`` labels so that :func:`~.docker_sweep.sweep_dead_containers` can remove what a
+killed run left. The daemon connection and pre-flight checks are in :mod:`.docker_host`.
 """
 
 from __future__ import annotations
@@ -18,44 +19,31 @@ import atexit
 import logging
 import os
 import secrets
-import socket
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from computer_env.desktop.gateway import OSWorldGateway, with_gateway
 from computer_env.desktop.providers.base import DesktopHandle, DesktopProvider
-from computer_env.desktop.providers.limits import (
-    DesktopLimits,
-    cgroup_breaches,
-    parse_size,
-    pid_cgroup_dirs,
-    tmp_breach,
-)
-from computer_env.desktop.providers.ports import (
-    named_ports,
-    probe,
-    published_ports,
-    wait_until_ready,
-)
-from computer_env.errors import ConfigurationError, VMStartError
+from computer_env.desktop.providers.docker_containers import (
+    exit_reason, gateway_address, guest_server_options, labels, osworld_options, remove_by_id,
+    remove_quietly, sweep_dead_containers)
+from computer_env.desktop.providers.docker_host import (KVM_SLOWDOWN, ImageKind, connect,
+                                                       docker_errors, kvm_usable, preflight)
+from computer_env.desktop.providers.limits import (DesktopLimits, cgroup_breaches,
+                                                   pid_cgroup_dirs, tmp_breach)
+from computer_env.desktop.providers.ports import (named_ports, probe, published_ports,
+                                                 wait_until_ready)
+from computer_env.errors import VMStartError
+
+if TYPE_CHECKING:
+    from computer_env.desktop.providers.registry import ProviderOptions
 
 log = logging.getLogger(__name__)
 
-ImageKind = Literal["osworld", "guest-server"]
-LABEL_PREFIX = "holo-bench."
-LABEL_RUN = "holo-bench.run"
-LABEL_WORKER = "holo-bench.worker"
-LABEL_PID = "holo-bench.controller-pid"
-LABEL_CREATED = "holo-bench.created"
-LABEL_HOST = "holo-bench.host"
-LABEL_ROLE = "holo-bench.role"
-
 DEFAULT_OSWORLD_IMAGE = "happysixd/osworld-docker"
 DEFAULT_GUEST_SERVER_IMAGE = "holo-bench/desktop:latest"
-_OSWORLD_PORTS = (5000, 9222, 8080, 8006)
-_GUEST_SERVER_PORTS = (5000, 9222, 8080)  # server, Chrome DevTools, VLC (host loopback only)
 
 
 class DockerProvider(DesktopProvider):
@@ -124,8 +112,25 @@ class DockerProvider(DesktopProvider):
         self._closed = False
         self._osworld_gateway: OSWorldGateway | None = None
 
+    @classmethod
+    def from_options(cls, opts: ProviderOptions, variant: str = "") -> DockerProvider:
+        return cls(opts.docker_image, vm_path=opts.vm_path, run_id=opts.run_id,
+                   worker=opts.worker_id, screen=opts.screen,
+                   controller_pid=opts.controller_pid, limits=opts.limits)
+
+    @classmethod
+    def preflight(cls, opts: ProviderOptions, variant: str = "") -> list[str]:
+        """Daemon reachable, image (and OSWorld's qcow2) present, KVM usable; containers left by
+        dead runs are removed (see :meth:`check_host`)."""
+        warnings = cls.from_options(opts).check_host()
+        removed = sweep_dead_containers()
+        if removed:
+            warnings.append(f"removed {len(removed)} container(s) of dead runs: "
+                            f"{', '.join(removed)}")
+        return warnings
+
     # ----------------------------------------------------------------- public API
-    def preflight(self) -> list[str]:
+    def check_host(self) -> list[str]:
         """Check daemon, image, qcow2 and KVM; raise ``ConfigurationError``; return warnings."""
         return preflight(
             image=self.image, kind=self.kind, qcow2_path=self.qcow2_path, kvm=self.kvm,
@@ -157,7 +162,7 @@ class DockerProvider(DesktopProvider):
         old = self._container
         self._container, self._handle = None, None
         if old is not None:
-            self._background().submit(_remove_by_id, self._bg_docker(), old.id)
+            self._background().submit(remove_by_id, self._bg_docker(), old.id)
         if self._spare is not None:
             spare, self._spare = self._spare, None
             try:
@@ -205,8 +210,8 @@ class DockerProvider(DesktopProvider):
             self._bg.shutdown(wait=True)
             self._bg = None
         if spare is not None and spare.done() and spare.exception() is None:
-            _remove_quietly(spare.result()[0])
-        _remove_quietly(self._container)
+            remove_quietly(spare.result()[0])
+        remove_quietly(self._container)
         self._container, self._handle = None, None
         if self._osworld_gateway is not None:
             self._osworld_gateway.close()
@@ -240,18 +245,21 @@ class DockerProvider(DesktopProvider):
         """Wait for ``container``'s server and build its handle (removing it on failure)."""
         self._container, self._token = container, token
         try:
-            container.reload()
+            try:
+                container.reload()
+            except docker_errors() as exc:  # the daemon lost it, or failed to answer
+                raise VMStartError(f"container {container.name}: {exc}") from exc
             attrs = container.attrs
             ports = published_ports(attrs["NetworkSettings"]["Ports"])
             if 5000 not in ports:
                 raise VMStartError(f"container {container.short_id} has no published port 5000")
             url = f"http://127.0.0.1:{ports[5000]}"
-            gateway = _gateway(attrs)
+            gateway = gateway_address(attrs)
             wait_until_ready(url, token, timeout=self.ready_timeout,
                              what=f"container {container.name} ({self.image})",
-                             still_starting=lambda: _exited(container))
+                             still_starting=lambda: exit_reason(container))
         except Exception:
-            _remove_quietly(container)
+            remove_quietly(container)
             self._container = None
             raise
         handle = DesktopHandle(
@@ -261,233 +269,29 @@ class DockerProvider(DesktopProvider):
         handle, self._osworld_gateway = with_gateway(handle, self._osworld_gateway)
         return handle
 
+    def container_options(self, token: str | None = None) -> dict[str, Any]:
+        """This image's ``containers.run`` options (ports, environment, devices, limits)."""
+        if self.kind == "osworld":
+            return osworld_options(qcow2_path=self.qcow2_path, ram_size=self.ram_size,
+                                   cpu_cores=self.cpu_cores, disk_size=self.disk_size,
+                                   kvm=self.kvm)
+        return guest_server_options(token=token, screen=self.screen, ram_size=self.ram_size,
+                                    cpu_cores=self.cpu_cores, limits=self.limits)
+
     def _create(self, client: Any = None, role: str = "active") -> tuple[Any, str | None]:
         """Create and start a container (does not wait for readiness)."""
         client = client or self._docker()
         token = secrets.token_urlsafe(24) if self.kind == "guest-server" else None
-        labels = {
-            LABEL_RUN: self.run_id, LABEL_WORKER: self.worker,
-            LABEL_PID: str(self.controller_pid), LABEL_CREATED: f"{time.time():.3f}",
-            LABEL_HOST: socket.gethostname(), LABEL_ROLE: role,
-        }
         kwargs: dict[str, Any] = dict(
-            image=self.image, detach=True, labels=labels, init=True,
+            image=self.image, detach=True, init=True,
+            labels=labels(run_id=self.run_id, worker=self.worker,
+                          controller_pid=self.controller_pid, role=role),
             name=f"holo-{self.worker}-{os.getpid()}-{secrets.token_hex(3)}",
         )
-        if self.kind == "osworld":
-            kwargs.update(self._osworld_options())
-        else:
-            kwargs.update(
-                ports={f"{p}/tcp": ("127.0.0.1", None) for p in _GUEST_SERVER_PORTS},
-                environment={"DESKTOP_SERVER_TOKEN": token, "SCREEN_WIDTH": str(self.screen[0]),
-                             "SCREEN_HEIGHT": str(self.screen[1])},
-                mem_limit=(mem := parse_size(self.ram_size, "RAM_SIZE")),
-                memswap_limit=mem,  # no swap beyond the memory limit
-                pids_limit=self.limits.pids,
-                tmpfs={"/tmp": f"size={self.limits.tmp_bytes},mode=1777"},
-                nano_cpus=int(self.cpu_cores * 1e9), shm_size=self.limits.tmp_bytes,
-            )
+        kwargs.update(self.container_options(token))
         try:
             container = client.containers.run(**kwargs)
         except Exception as exc:  # docker.errors.* : image missing, daemon gone, bad device
             raise VMStartError(f"could not start a container from {self.image}: {exc}") from exc
         log.info("started container %s (%s, worker %s)", container.name, role, self.worker)
         return container, token
-
-    def _osworld_options(self) -> dict[str, Any]:
-        if self.qcow2_path is None:
-            raise VMStartError("kind='osworld' needs qcow2_path (the Ubuntu.qcow2 file)")
-        env = {"DISK_SIZE": self.disk_size, "RAM_SIZE": self.ram_size,
-               "CPU_CORES": str(self.cpu_cores)}
-        devices = ["/dev/net/tun"]
-        if self.kvm:
-            devices.append("/dev/kvm")
-        else:
-            env["KVM"] = "N"
-        return dict(
-            environment=env, cap_add=["NET_ADMIN"], devices=devices,
-            volumes={str(self.qcow2_path): {"bind": "/System.qcow2", "mode": "ro"}},
-            ports={f"{p}/tcp": ("127.0.0.1", None) for p in _OSWORLD_PORTS},
-        )
-
-
-# --------------------------------------------------------------------- helpers
-def _gateway(attrs: dict[str, Any]) -> str:
-    """The address under which the guest reaches the host: the container network's gateway."""
-    settings = attrs.get("NetworkSettings", {})
-    for net in (settings.get("Networks") or {}).values():
-        if net.get("Gateway"):
-            return str(net["Gateway"])
-    return str(settings.get("Gateway") or "172.17.0.1")
-
-
-def _exited(container: Any) -> str | None:
-    """None while ``container`` runs; else its status and last log lines."""
-    try:
-        container.reload()
-    except Exception as exc:  # noqa: BLE001 - removed under us
-        return f"container vanished ({exc})"
-    if container.status in ("created", "running", "restarting"):
-        return None
-    try:
-        tail = container.logs(tail=15).decode("utf-8", "replace").strip()
-    except Exception:  # noqa: BLE001
-        tail = ""
-    return f"status {container.status}; last log lines:\n{tail}"
-
-
-def _remove_by_id(client: Any, container_id: str) -> None:
-    try:
-        container = client.containers.get(container_id)
-    except Exception:  # noqa: BLE001 - already gone
-        return
-    _remove_quietly(container)
-
-
-def _remove_quietly(container: Any) -> None:
-    if container is None:
-        return
-    try:
-        container.remove(force=True, v=True)
-        log.info("removed container %s", container.name)
-    except Exception as exc:  # noqa: BLE001 - already gone is fine
-        if "404" not in str(exc) and "No such container" not in str(exc):
-            log.warning("could not remove container %s: %s", container.name, exc)
-
-
-
-# --------------------------------------------------------------------- daemon, pre-flight, sweep
-QCOW2_HELP = (
-    "OSWorld's Ubuntu image comes from the Hugging Face dataset xlangai/ubuntu_osworld, file "
-    "Ubuntu.qcow2.zip (12.3 GB zipped, 24.5 GB unzipped). Resumable download:\n"
-    "  huggingface-cli download xlangai/ubuntu_osworld Ubuntu.qcow2.zip --repo-type dataset "
-    "--local-dir ~/osworld-vm --resume-download\n"
-    "  (or: wget -c https://huggingface.co/datasets/xlangai/ubuntu_osworld/resolve/main/"
-    "Ubuntu.qcow2.zip)\n"
-    "then: unzip Ubuntu.qcow2.zip and pass the path of Ubuntu.qcow2."
-)
-KVM_SLOWDOWN = (
-    "without KVM, QEMU runs the Ubuntu VM under software emulation (KVM=N): boot takes 80 s or "
-    "more instead of ~25 s and every step is several times slower"
-)
-
-
-def connect(docker_host: str | None = None, timeout: float = 30.0) -> Any:
-    """A docker SDK client (``DOCKER_HOST`` honoured) that answered a ping, or ConfigurationError."""
-    import docker  # lazy: only the docker provider needs the SDK
-
-    where = docker_host or os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
-    try:
-        client = (docker.DockerClient(base_url=docker_host, timeout=timeout) if docker_host
-                  else docker.from_env(timeout=timeout))
-        client.ping()
-    except Exception as exc:  # DockerException, ConnectionError, FileNotFoundError...
-        raise ConfigurationError(
-            f"the Docker daemon at {where} is unreachable ({type(exc).__name__}).\n"
-            "Start one (scripts/start-dockerd.sh, or `sudo systemctl start docker`), or point "
-            "DOCKER_HOST at a running daemon (e.g. DOCKER_HOST=unix:///run/user/1000/docker.sock "
-            "for rootless Docker; rootless Docker cannot pass /dev/kvm, so OSWorld's VM would run "
-            "without KVM)."
-        ) from exc
-    return client
-
-
-def kvm_usable() -> bool:
-    """/dev/kvm exists and this process may open it read-write."""
-    return Path("/dev/kvm").exists() and os.access("/dev/kvm", os.R_OK | os.W_OK)
-
-
-def preflight(
-    *,
-    image: str,
-    kind: ImageKind,
-    qcow2_path: Path | None,
-    kvm: bool,
-    docker_host: str | None = None,
-) -> list[str]:
-    """Check what a run needs before any task starts.
-
-    Raises ``ConfigurationError`` (missing qcow2, unreachable daemon, missing image); returns
-    warnings (KVM unusable, rootless daemon) that are also logged.
-    """
-    warnings: list[str] = []
-    if kind == "osworld":
-        if qcow2_path is None or not qcow2_path.is_file():
-            shown = qcow2_path if qcow2_path is not None else "(no path given)"
-            raise ConfigurationError(f"the OSWorld VM image {shown} does not exist.\n{QCOW2_HELP}")
-    client = connect(docker_host, timeout=10.0)
-    try:
-        info = client.info()
-        rootless = any("rootless" in str(opt) for opt in info.get("SecurityOptions", []))
-        if rootless and kind == "osworld":
-            warnings.append("the Docker daemon is rootless: /dev/kvm cannot be passed; "
-                            + KVM_SLOWDOWN)
-        try:
-            client.images.get(image)
-        except Exception as exc:  # docker.errors.ImageNotFound
-            if kind == "osworld":
-                how = f"docker pull {image}"
-            else:
-                how = "docker/build-image.sh (builds it locally from Debian packages, ~minutes)"
-            raise ConfigurationError(
-                f"the Docker image {image} is not present on the daemon ({type(exc).__name__}).\n"
-                f"Get it with: {how}"
-            ) from exc
-    finally:
-        client.close()
-    if kind == "osworld" and not kvm:
-        warnings.append(f"KVM is not usable here (/dev/kvm missing, not accessible, or KVM=N): "
-                        f"{KVM_SLOWDOWN}")
-    for warning in warnings:
-        log.warning("docker pre-flight: %s", warning)
-    return warnings
-
-
-def _pid_alive(pid: int, created: float | None) -> bool:
-    """Is ``pid`` a live process that is at least as old as the container (no pid reuse)?"""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    if created is None:
-        return True
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        start_ticks = int(fields[19])
-        btime = next(int(line.split()[1]) for line in Path("/proc/stat").read_text().splitlines()
-                     if line.startswith("btime "))
-        started = btime + start_ticks / os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError, IndexError, StopIteration):
-        return True
-    return started <= created + 1.0  # a process started after the container reused the pid
-
-
-def sweep_dead_containers(docker_host: str | None = None) -> list[str]:
-    """Remove this host's holo-bench containers whose controller process is gone.
-
-    Call at session start (on the xdist controller). Returns and logs the removed names.
-    """
-    client = connect(docker_host, timeout=30.0)
-    removed: list[str] = []
-    try:
-        host = socket.gethostname()
-        for container in client.containers.list(all=True, filters={"label": LABEL_PID}):
-            labels = container.labels
-            if labels.get(LABEL_HOST, host) != host:
-                continue  # another machine's container on a shared daemon
-            try:
-                pid = int(labels[LABEL_PID])
-                created = float(labels[LABEL_CREATED]) if LABEL_CREATED in labels else None
-            except (KeyError, ValueError):
-                continue
-            if _pid_alive(pid, created):
-                continue
-            _remove_quietly(container)
-            removed.append(container.name)
-            log.warning("swept container %s (run %s, worker %s): controller pid %d is dead",
-                        container.name, labels.get(LABEL_RUN), labels.get(LABEL_WORKER), pid)
-    finally:
-        client.close()
-    return removed

@@ -17,16 +17,14 @@ import logging
 import os
 import secrets
 import shutil
-import signal
 import socket
 import subprocess
 import tempfile
-import threading
 import time
-import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING
 
 from computer_env.desktop.gateway import OSWorldGateway, with_gateway
 from computer_env.desktop.providers import bwrap, netns
@@ -34,9 +32,14 @@ from computer_env.desktop.providers.base import DesktopHandle, DesktopProvider
 from computer_env.desktop.providers.guest_tools import ensure_chrome_dir, ensure_tools
 from computer_env.desktop.providers.home_template import ensure_template
 from computer_env.desktop.providers.limits import DesktopLimits
+from computer_env.desktop.providers.local_cleanup import (Finalizer, Resources,
+                                                          install_sigterm_handler)
 from computer_env.desktop.providers.session import (HostSession, SandboxSession,
                                                     host_tools_missing, wait_ready)
 from computer_env.errors import ConfigurationError, VMStartError
+
+if TYPE_CHECKING:
+    from computer_env.desktop.providers.registry import ProviderOptions
 
 log = logging.getLogger(__name__)
 
@@ -45,66 +48,14 @@ CHROME_ROOT = Path("/var/cache/computer-env-local")  # on the disk (a link to Ch
 _HOST_STATE_ROOT = Path("/tmp/computer-env-local")  # unsandboxed mode (any user)
 
 
-class _Resources:
-    """Everything a provider owns, kept apart from it so a finalizer can release it."""
-
-    def __init__(self) -> None:
-        self.session: SandboxSession | HostSession | None = None
-        self.slot: netns.NetSlot | None = None
-        self.state_dir: Path | None = None
-        self.lock = threading.RLock()
-
-    def stop_session(self) -> None:
-        with self.lock:
-            if self.session is not None:
-                self.session.kill()
-                self.session = None
-
-    def release(self) -> None:
-        """Idempotent full cleanup."""
-        with self.lock:
-            self.stop_session()
-            if self.slot is not None:
-                self.slot.destroy()
-                self.slot = None
-            if self.state_dir is not None:
-                shutil.rmtree(self.state_dir, ignore_errors=True)
-                self.state_dir.with_suffix(".log").unlink(missing_ok=True)
-                self.state_dir = None
-
-
-_live: "weakref.WeakSet[_Finalizer]" = weakref.WeakSet()
-_handler_lock = threading.Lock()
-_handler_installed = False
-
-
-class _Finalizer:
-    def __init__(self, owner: object, res: _Resources) -> None:
-        self.fin = weakref.finalize(owner, res.release)  # also runs at interpreter exit
-        _live.add(self)
-
-
-def _on_sigterm(signum: int, frame: FrameType | None, previous: Any) -> None:
-    for fin in list(_live):
-        fin.fin()
-    if callable(previous):
-        previous(signum, frame)
-    elif previous == signal.SIG_DFL:
-        signal.signal(signum, signal.SIG_DFL)
-        os.kill(os.getpid(), signum)
-
-
-def _install_sigterm_handler() -> None:
-    """Chain a cleanup handler in front of the current SIGTERM handler (main thread only)."""
-    global _handler_installed
-    with _handler_lock:
-        if _handler_installed or threading.current_thread() is not threading.main_thread():
-            return
-        previous = signal.getsignal(signal.SIGTERM)
-        if previous == signal.SIG_IGN:
-            return
-        signal.signal(signal.SIGTERM, lambda s, f: _on_sigterm(s, f, previous))
-        _handler_installed = True
+@contextmanager
+def _host_failures(what: str) -> Iterator[None]:
+    """What the host refuses while a desktop starts (fork, mount, disk, ``ip``/``iptables``) is
+    the environment's failure: ``VMStartError``; anything else goes up as it is."""
+    try:
+        yield
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise VMStartError(f"{what}: {type(exc).__name__}: {exc}") from exc
 
 
 def _no_time_wait(ns: str) -> None:
@@ -134,13 +85,18 @@ class LocalSandboxProvider(DesktopProvider):
         self.ready_timeout = ready_timeout
         self._bwrap_path = bwrap_path
         self._search_path = search_path
-        self._res = _Resources()
-        self._fin = _Finalizer(self, self._res)
+        self._res = Resources()
+        self._fin = Finalizer(self, self._res)
         self._token = secrets.token_urlsafe(32)
         self._allowed: set[int] = set()
         self._handle: DesktopHandle | None = None
         self._host_port = 0
         self._gateway: OSWorldGateway | None = None
+
+    @classmethod
+    def from_options(cls, opts: ProviderOptions, variant: str = "") -> LocalSandboxProvider:
+        return cls(width=opts.screen[0], height=opts.screen[1], unsandboxed=opts.unsandboxed,
+                   limits=opts.limits)
 
     # -- public API ------------------------------------------------------------------------
     @property
@@ -152,12 +108,14 @@ class LocalSandboxProvider(DesktopProvider):
         with self._res.lock:
             if self._handle is not None and self._res.session is not None:
                 return self._handle
-            _install_sigterm_handler()
+            install_sigterm_handler()
             if not self._fin.fin.alive:  # started again after close()
-                self._fin = _Finalizer(self, self._res)
+                self._fin = Finalizer(self, self._res)
             try:
-                handle = self._start_unsandboxed() if self.unsandboxed else self._start_sandbox()
-                self._handle, self._gateway = with_gateway(handle, self._gateway)
+                with _host_failures("starting the local desktop"):
+                    handle = (self._start_unsandboxed() if self.unsandboxed
+                              else self._start_sandbox())
+                    self._handle, self._gateway = with_gateway(handle, self._gateway)
                 return self._handle
             except BaseException:
                 self.close()
@@ -167,8 +125,9 @@ class LocalSandboxProvider(DesktopProvider):
         with self._res.lock:
             if self._handle is None:
                 return self.start()
-            self._res.stop_session()
-            self._launch()
+            with _host_failures("resetting the local desktop"):
+                self._res.stop_session()
+                self._launch()
             return self._handle
 
     def is_alive(self) -> bool:

@@ -21,11 +21,14 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from computer_env.desktop.providers.base import DesktopHandle, DesktopProvider
 from computer_env.desktop.providers.ports import probe, wait_until_ready
 from computer_env.errors import ConfigurationError, VMStartError
+
+if TYPE_CHECKING:
+    from computer_env.desktop.providers.registry import ProviderOptions
 
 log = logging.getLogger(__name__)
 
@@ -100,6 +103,11 @@ class OSWorldCloudProvider(DesktopProvider):
         self._vm_path: str | None = None
         self._handle: DesktopHandle | None = None
 
+    @classmethod
+    def from_options(cls, opts: ProviderOptions, variant: str = "") -> OSWorldCloudProvider:
+        """``variant``: OSWorld's provider name (``aws`` of ``--provider osworld:aws``)."""
+        return cls(variant, osworld_root=opts.osworld_root, screen=opts.screen)
+
     def _load(self) -> None:
         if self._provider is not None:
             return
@@ -130,8 +138,10 @@ class OSWorldCloudProvider(DesktopProvider):
             ) from exc
 
     def _connect(self) -> DesktopHandle:
-        address = _call(self._provider.get_ip_address, self._vm_path)
-        host, port = parse_address(address)
+        try:
+            host, port = parse_address(_call(self._provider.get_ip_address, self._vm_path))
+        except Exception as exc:  # cloud SDK errors of every kind, or an address it garbled
+            raise VMStartError(f"{self.name}: no address for VM {self._vm_path}: {exc}") from exc
         url = f"http://{host}:{port}"
         wait_until_ready(url, None, timeout=self.ready_timeout, what=f"{self.name} VM {host}")
         self._handle = DesktopHandle(url=url, token=None, guest_host=self.guest_host,

@@ -11,11 +11,15 @@ import logging
 import os
 import re
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from computer_env.desktop.gateway import OSWorldGateway, with_gateway
 from computer_env.desktop.providers.base import DesktopHandle, DesktopProvider
 from computer_env.desktop.providers.ports import probe, wait_until_ready
-from computer_env.errors import ConfigurationError, VMUnreachable
+from computer_env.errors import ConfigurationError, VMStartError, VMUnreachable
+
+if TYPE_CHECKING:
+    from computer_env.desktop.providers.registry import ProviderOptions
 
 log = logging.getLogger(__name__)
 
@@ -70,12 +74,16 @@ class RemoteProvider(DesktopProvider):
         self._handle: DesktopHandle | None = None
         self._gateway: OSWorldGateway | None = None
 
+    @classmethod
+    def from_options(cls, opts: ProviderOptions, variant: str = "") -> RemoteProvider:
+        return cls(opts.vm_urls, worker_index=opts.worker_index)
+
     def start(self) -> DesktopHandle:
         """Wait (bounded) until the server returns a screenshot; raise VMUnreachable otherwise."""
         try:
             wait_until_ready(self.url, self._token, timeout=self.ready_timeout,
                              what=f"remote desktop {self.url}")
-        except Exception as exc:
+        except VMStartError as exc:  # a server that is not ours to start never answered
             raise VMUnreachable(str(exc)) from exc
         handle = DesktopHandle(url=self.url, token=self._token, guest_host=self.guest_host,
                                provider="remote")

@@ -2,8 +2,8 @@
 
 :class:`SandboxSession` runs it under bubblewrap inside a slot's network namespace as the
 slot's unprivileged uid; :class:`HostSession` runs it directly on the host (unsandboxed).
-Both are started by :func:`computer_env.desktop.providers.proc.spawn` (own process group,
-SIGKILL when this process dies).
+Both are started by :func:`computer_env.procs.spawn` (own process group, SIGKILL when this
+process dies).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from computer_env.desktop.providers import proc
+from computer_env import procs
 from computer_env.desktop.providers.limits import DesktopLimits, SessionCgroup, tmp_breach
 from computer_env.errors import VMStartError
 
@@ -98,7 +98,7 @@ class SandboxSession:
             if self.cgroup is None and shutil.which("prlimit"):
                 argv = ["prlimit", f"--nproc={self.limits.pids}", "--", *argv]
             with open(log_file, "wb") as out:
-                self.proc = proc.spawn(argv, env={"PATH": "/usr/bin:/bin"},
+                self.proc = procs.spawn(argv, env={"PATH": "/usr/bin:/bin"},
                                        netns=netns, uid=uid, gid=uid, binds=binds,
                                        cgroup_procs=self.cgroup.procs_files if self.cgroup
                                        else (),
@@ -149,7 +149,7 @@ class SandboxSession:
         return self.proc.poll() is None
 
     def pids(self) -> list[int]:
-        return proc.pids_of_uid(self.uid)
+        return procs.pids_of_uid(self.uid)
 
     def kill(self) -> None:
         if self.child_pid is not None and self.proc.poll() is None:
@@ -162,8 +162,8 @@ class SandboxSession:
             except subprocess.TimeoutExpired:
                 log.warning("bwrap %d still running after its sandbox init was killed",
                             self.proc.pid)
-        proc.kill_uid(self.uid)
-        proc.kill_group(self.proc)
+        procs.kill_uid(self.uid)
+        procs.kill_group(self.proc)
         if self.cgroup is not None:
             self.cgroup.remove()
 
@@ -175,45 +175,21 @@ class HostSession:
     def __init__(self, argv: list[str], *, env: dict[str, str], log_file: Path) -> None:
         self.log_file = log_file
         with open(log_file, "wb") as out:
-            self.proc = proc.spawn(argv, env=env, stdout=out, stderr=out, cwd="/")
+            self.proc = procs.spawn(argv, env=env, stdout=out, stderr=out, cwd="/")
 
     def alive(self) -> bool:
         return self.proc.poll() is None
 
     def pids(self) -> list[int]:
-        return [self.proc.pid, *_descendants(self.proc.pid)] if self.alive() else []
+        return [self.proc.pid, *procs.descendants(self.proc.pid)] if self.alive() else []
 
     def kill(self) -> None:
-        for _ in range(3):
-            pids = _descendants(self.proc.pid) if self.proc.poll() is None else []
-            for pid in pids:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
+        for _ in range(3):  # what was forked while the last round was being killed
+            pids = procs.descendants(self.proc.pid) if self.proc.poll() is None else []
+            procs.kill_pids(pids)
             if not pids:
                 break
-        proc.kill_group(self.proc)
-
-
-def _descendants(root: int) -> list[int]:
-    children: dict[int, list[int]] = {}
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = Path(entry.path, "stat").read_text()
-        except OSError:
-            continue
-        fields = stat[stat.rfind(")") + 2:].split()
-        children.setdefault(int(fields[1]), []).append(int(entry.name))
-    found: list[int] = []
-    stack = [root]
-    while stack:
-        for child in children.get(stack.pop(), []):
-            found.append(child)
-            stack.append(child)
-    return found
+        procs.kill_group(self.proc)
 
 
 def host_tools_missing() -> list[str]:

@@ -2,8 +2,9 @@
 
 Protocol (one JSON object a line): the parent writes ``{"code": "..."}`` on stdin; the worker
 answers ``{"status", "output", "error", "returncode"}`` on its original stdout. ``pyautogui`` is
-imported once; every block gets a fresh namespace with ``pyautogui`` and ``time``, and
-``pyautogui.PAUSE = 0`` / ``FAILSAFE = False`` are restored before each block.
+imported once; every block gets a fresh namespace in which OSWorld's prefix ran
+(``PYAUTOGUI_PREFIX``: ``pyautogui`` and ``time`` imported, ``FAILSAFE = False``), and
+``pyautogui.PAUSE = 0`` is restored before each block.
 """
 
 from __future__ import annotations
@@ -12,16 +13,19 @@ import io
 import json
 import os
 import sys
-import time
 import traceback
 from contextlib import redirect_stderr, redirect_stdout
 from typing import Any
 
+from computer_env.desktop.client import PYAUTOGUI_PREFIX
+
+_PREFIX = compile(PYAUTOGUI_PREFIX, "<prefix>", "exec")
+
 
 def _run_block(code: str, pyautogui: Any) -> dict[str, Any]:
+    namespace: dict[str, Any] = {"__name__": "__main__"}
+    exec(_PREFIX, namespace)  # noqa: S102 - OSWorld's own prefix
     pyautogui.PAUSE = 0
-    pyautogui.FAILSAFE = False
-    namespace: dict[str, Any] = {"__name__": "__main__", "pyautogui": pyautogui, "time": time}
     out, err = io.StringIO(), io.StringIO()
     returncode = 0
     try:

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from computer_env.desktop.server.procs import ChildProcesses
+from computer_env.procs import ChildProcesses
 
 logger = logging.getLogger(__name__)
 
@@ -30,7 +30,7 @@ class ActionInterpreter:
         self._cwd = cwd
         self._start_timeout = start_timeout
         self._lock = threading.Lock()
-        self._proc: subprocess.Popen[str] | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
         self._buffer = b""
 
     def _read_line(self, deadline: float) -> bytes | None:
@@ -58,7 +58,7 @@ class ActionInterpreter:
         self._buffer = b""
         self._proc = self._procs.popen(
             [sys.executable, "-m", "computer_env.desktop.server.action_worker"],
-            text=False,  # type: ignore[arg-type]
+            text=False,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=None,
@@ -109,12 +109,12 @@ class ActionInterpreter:
 
     def _kill(self) -> None:
         if self._proc is not None:
-            self._procs.kill(self._proc)  # type: ignore[arg-type]
+            self._procs.kill(self._proc)
             try:
                 self._proc.wait(timeout=5)
             except subprocess.TimeoutExpired:
                 logger.warning("action interpreter %s survived SIGKILL", self._proc.pid)
-            self._procs.forget(self._proc)  # type: ignore[arg-type]
+            self._procs.forget(self._proc)
             self._proc = None
 
     def close(self) -> None:

@@ -9,7 +9,7 @@ import threading
 import time
 from pathlib import Path
 
-from computer_env.desktop.server.procs import ChildProcesses
+from computer_env.procs import ChildProcesses
 
 logger = logging.getLogger(__name__)
 

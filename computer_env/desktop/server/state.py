@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from computer_env.desktop.server.procs import ChildProcesses
+from computer_env.procs import ChildProcesses
 
 if TYPE_CHECKING:
     from computer_env.desktop.server.actions import ActionInterpreter
