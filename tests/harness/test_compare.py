@@ -20,7 +20,8 @@ from fixtures.compare.analysis import side_info
 from fixtures.compare.model import Sample, Side
 from fixtures.results import TaskResult, Versions, task_dir, write_result
 from fixtures.stats import flake_rate, mcnemar_exact, paired_interval, pass_at_k, pass_hat_k
-from fixtures.summary import format_summary, summarize
+from fixtures.summary import summarize
+from fixtures.summary_text import format_summary
 
 ROOT = Path(__file__).resolve().parents[2]
 

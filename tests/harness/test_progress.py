@@ -26,7 +26,8 @@ from fixtures.report_html import summary_html
 from fixtures.results import TaskResult, task_dir, write_result
 from fixtures.runstate import (RunState, format_run_state, is_secret_option, not_run_ids,
                                resume_command)
-from fixtures.summary import Summary, format_summary, summarize, summary_csv
+from fixtures.summary import Summary, summarize
+from fixtures.summary_text import format_summary, summary_csv
 
 ROOT = Path(__file__).resolve().parents[2]
 

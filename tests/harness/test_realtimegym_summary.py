@@ -11,7 +11,8 @@ from pathlib import Path
 
 from fixtures.game_table import game_tables, pacing_label
 from fixtures.results import TaskResult
-from fixtures.summary import format_summary, summarize, summary_csv
+from fixtures.summary import summarize
+from fixtures.summary_text import format_summary, summary_csv
 from tests.harness.suite import ROOT
 
 

@@ -12,7 +12,8 @@ import pytest
 from fixtures.results import TaskResult, Timings, Tokens, Versions, load_results, task_dir
 from fixtures.results import write_result
 from fixtures.stats import ci95, pass_at_k, t_quantile, wilson_interval
-from fixtures.summary import REFERENCE_BANNER, Summary, format_summary, summarize, write_summary
+from fixtures.summary import REFERENCE_BANNER, Summary, summarize
+from fixtures.summary_text import format_summary, write_summary
 
 
 def case(
