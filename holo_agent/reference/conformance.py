@@ -34,7 +34,7 @@ from holo_agent.prompt import extract_output_format
 from holo_agent.tools import StepParseError, parse_step
 
 _TOOL_OUTPUT = re.compile(r'^<tool_output tool="([A-Za-z0-9_]+)">\n(.*)\n</tool_output>$', re.S)
-_IMAGE_TYPES = ("image_url", "image", "input_image")
+IMAGE_TYPES = ("image_url", "image", "input_image")
 
 
 @dataclass(frozen=True)
@@ -82,14 +82,14 @@ def _observations(msg_index: int, msg: dict[str, Any]) -> tuple[list[bool], Viol
     i = 0
     while i < len(parts):
         p = parts[i]
-        is_img = p.get("type") in _IMAGE_TYPES
+        is_img = p.get("type") in IMAGE_TYPES
         text = p.get("text", "") if p.get("type") == "text" else ""
         if text == OBS_OPEN:
             if i + 2 >= len(parts) or parts[i + 2].get("text") != OBS_CLOSE:
                 return out, Violation("observation-wrapper", f"{where}: <observation> not closed "
                                       "after exactly one image or placeholder part")
             mid = parts[i + 1]
-            if mid.get("type") in _IMAGE_TYPES:
+            if mid.get("type") in IMAGE_TYPES:
                 url = ""
                 if mid.get("type") == "image_url":
                     url = (mid.get("image_url") or {}).get("url", "")

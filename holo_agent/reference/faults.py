@@ -12,6 +12,7 @@ A spec is a comma-separated list of ``name=value``:
   (``"x": 1500``), ``empty`` (empty content).
 
 Counts are numbers of chat requests affected; a request consumes at most one content fault.
+:func:`bad_content` writes the model output a content fault sends.
 """
 
 from __future__ import annotations

@@ -22,11 +22,12 @@ from typing import Any
 
 from PIL import Image, UnidentifiedImageError
 
+from holo_agent.reference.conformance import IMAGE_TYPES
+
 PIXELS_PER_TOKEN_SIDE = 28  # 14 px patches, merged 2x2
 MIN_PIXELS = 4 * 28 * 28
 MAX_PIXELS = 16384 * 28 * 28
 IMAGE_WRAPPER_TOKENS = 2  # <|vision_start|> ... <|vision_end|>
-_IMAGE_TYPES = ("image_url", "image", "input_image")
 
 
 def smart_resize(width: int, height: int, factor: int = PIXELS_PER_TOKEN_SIDE,
@@ -72,7 +73,7 @@ def image_size(url: str) -> tuple[int, int] | None:
 
 
 def _is_image(part: Any) -> bool:
-    return isinstance(part, dict) and part.get("type") in _IMAGE_TYPES
+    return isinstance(part, dict) and part.get("type") in IMAGE_TYPES
 
 
 def prompt_tokens(messages: list[dict[str, Any]]) -> int:

@@ -296,6 +296,7 @@ def test_no_api_key_sends_no_authorization_and_reads_no_openai_environment(
     monkeypatch.setenv("OPENAI_API_KEY", "sk-from-the-environment")
     monkeypatch.setenv("OPENAI_ORG_ID", "org-from-the-environment")
     monkeypatch.setenv("OPENAI_PROJECT_ID", "proj-from-the-environment")
+    monkeypatch.setenv("OPENAI_ADMIN_KEY", "sk-admin-from-the-environment")
     with ReferenceEndpoint({TASK: SOLUTION}) as ep:
         assert agent(ep.url).run(MemoryEnv(TASK), max_steps=5).end == "answered"
         sent = list(ep.headers_seen)
