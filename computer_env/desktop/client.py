@@ -1,8 +1,10 @@
 """Client for the guest server API (this project's server or an upstream OSWorld VM).
 
-Connection failures are retried with backoff and then raise
+Connection failures are retried (:class:`computer_env.retry.RetryPolicy`) and then raise
 :class:`computer_env.errors.VMUnreachable`; an HTTP error answer raises
 :class:`DesktopRequestError` (not an infrastructure error: callers decide what it means).
+The module is as long as the API: one short typed method per endpoint of the server, in one
+class; splitting the class by endpoint group would scatter a single client.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ host's loopback only (no sandbox, container or VM reaches the host's 127.0.0.1) 
 - forwards HTTP to the guest server, adding the token (``osworld_url``);
 - forwards raw TCP to the guest's Chrome DevTools (``cdp``) and VLC (``vlc``) ports;
 - accepts a connection only from a socket owned by this host user (a proxy or service running as
-  another user cannot relay a desktop's request to it);
+  another user cannot relay a desktop's request to it; see :mod:`.loopback`);
 - keeps a short journal of the HTTP exchanges, so that callers can check what OSWorld's
   ``SetupController`` only logs (a command's exit status, a window that was not found).
 
@@ -19,18 +19,18 @@ host's loopback, so its processes can reach the gateway, as they can reach every
 from __future__ import annotations
 
 import collections
+import dataclasses
 import http.client
 import json
 import logging
-import os
-import socket
-import socketserver
 import threading
 import weakref
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
+
+from computer_env.desktop.loopback import TCPForward, allowed, peer_uid
 
 log = logging.getLogger(__name__)
 
@@ -78,41 +78,12 @@ class Journal:
             return [e for e in self.entries if e.seq > mark]
 
 
-def _hex_addr(host: str, port: int) -> str:
-    packed = socket.inet_aton(host)
-    return f"{int.from_bytes(packed, 'little'):08X}:{port:04X}"
-
-
-def peer_uid(peer: tuple[str, int], local: tuple[str, int]) -> int | None:
-    """The uid owning the connecting socket of a loopback connection (``/proc/net/tcp``)."""
-    want_local, want_remote = _hex_addr(*peer[:2]), _hex_addr(*local[:2])
-    try:
-        with open("/proc/net/tcp", encoding="ascii") as fh:
-            next(fh)
-            for line in fh:
-                parts = line.split()
-                if parts[1] == want_local and parts[2] == want_remote:
-                    return int(parts[7])
-    except (OSError, StopIteration, ValueError, IndexError):
-        return None
-    return None
-
-
-def _allowed(sock: socket.socket, peer: tuple[str, int]) -> bool:
-    uid = peer_uid(peer, sock.getsockname())
-    if uid != os.geteuid():
-        log.warning("gateway: refused a connection from %s:%s (socket owner uid %s)",
-                    peer[0], peer[1], uid)
-        return False
-    return True
-
-
 class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     gateway: "OSWorldGateway"
 
     def verify_request(self, request: Any, client_address: Any) -> bool:
-        return _allowed(request, client_address)
+        return allowed(request, client_address)
 
 
 def _json_or_none(data: bytes, content_type: str) -> dict[str, Any] | None:
@@ -188,52 +159,6 @@ class _Handler(BaseHTTPRequestHandler):
     do_GET = do_POST = do_PUT = do_DELETE = do_HEAD = do_PATCH = _forward
 
 
-class _TCPForward(socketserver.ThreadingTCPServer):
-    """127.0.0.1:<any> -> ``target`` (raw bytes both ways)."""
-
-    daemon_threads = True
-    allow_reuse_address = True
-
-    def __init__(self, target: tuple[str, int]) -> None:
-        self.target = target
-        super().__init__(("127.0.0.1", 0), _Pipe)
-
-    def verify_request(self, request: Any, client_address: Any) -> bool:
-        return _allowed(request, client_address)
-
-
-class _Pipe(socketserver.BaseRequestHandler):
-    server: _TCPForward
-
-    def handle(self) -> None:
-        try:
-            upstream = socket.create_connection(self.server.target, timeout=10)
-        except OSError as exc:
-            log.info("gateway: %s:%s does not answer: %s", *self.server.target, exc)
-            return
-        upstream.settimeout(None)
-        self.request.settimeout(None)
-
-        def pump(src: socket.socket, dst: socket.socket) -> None:
-            try:
-                while data := src.recv(65536):
-                    dst.sendall(data)
-            except OSError:
-                pass
-            finally:
-                for s in (src, dst):
-                    try:
-                        s.shutdown(socket.SHUT_RDWR)
-                    except OSError:
-                        pass
-
-        back = threading.Thread(target=pump, args=(upstream, self.request), daemon=True)
-        back.start()
-        pump(self.request, upstream)
-        back.join(timeout=5)
-        upstream.close()
-
-
 class OSWorldGateway:
     """Loopback-only, token-adding entrance for OSWorld's code to one desktop (see module)."""
 
@@ -245,8 +170,8 @@ class OSWorldGateway:
         self.refusing = False  # set while a timed-out setup step is being stopped
         self._http = _HTTPServer(("127.0.0.1", 0), _Handler)
         self._http.gateway = self
-        self._tcp: dict[str, _TCPForward] = {
-            name: _TCPForward(target) for name, target in (tcp_targets or {}).items()}
+        self._tcp: dict[str, TCPForward] = {
+            name: TCPForward(target) for name, target in (tcp_targets or {}).items()}
         self._threads = [threading.Thread(target=srv.serve_forever, name=f"gateway-{name}",
                                           daemon=True)
                          for name, srv in [("http", self._http), *self._tcp.items()]]
@@ -289,13 +214,9 @@ def tcp_targets_for(url: str, ports: dict[str, int]) -> dict[str, tuple[str, int
             GUEST_TCP_PORTS.items()}
 
 
-
-
 def with_gateway(handle: Any, gateway: OSWorldGateway | None) -> tuple[Any, OSWorldGateway]:
     """``handle`` with ``osworld_url``/``osworld_ports`` of ``gateway`` (created, or pointed at
     this handle's guest when given); the provider keeps the gateway and closes it with itself."""
-    import dataclasses
-
     targets = tcp_targets_for(handle.url, handle.ports)
     if gateway is None:
         gateway = OSWorldGateway(handle.url, handle.token, targets)

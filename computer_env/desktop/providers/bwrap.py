@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import computer_env
-from computer_env.desktop.providers import guest_tools
+from computer_env.desktop.providers import guest_chrome, guest_tools
 from computer_env.errors import ConfigurationError
 
 GUEST_UID = 1000
@@ -132,7 +132,7 @@ class SandboxLayout:
     state_dir: Path  # per desktop: token, passwd, group, init.sh (bound read-only at GUEST_RUN)
     template: Path   # the home template (read-only at GUEST_TEMPLATE)
     tools: Path      # guest_tools.ensure_tools(): bin/, applications/
-    chrome: Path | None = None  # guest_tools.ensure_chrome_dir(): Chromium named "chrome"
+    chrome: Path | None = None  # guest_chrome.ensure_chrome_dir(): Chromium named "chrome"
     tmp_bytes: int = 512 * 1024 * 1024  # size of /tmp and of /dev/shm
 
 
@@ -199,7 +199,7 @@ def bwrap_argv(bwrap: str, layout: SandboxLayout, *, width: int, height: int,
              "--ro-bind", str(layout.template), GUEST_TEMPLATE,
              "--ro-bind", str(layout.state_dir), GUEST_RUN]
     if layout.chrome is not None:
-        argv += ["--ro-bind", str(layout.chrome), guest_tools.GUEST_CHROME_DIR]
+        argv += ["--ro-bind", str(layout.chrome), guest_chrome.GUEST_CHROME_DIR]
     for path, point in staged.items():
         argv += ["--ro-bind", str(point), str(path)]
     pkg = Path(computer_env.__file__).resolve().parent

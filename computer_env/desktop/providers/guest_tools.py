@@ -3,12 +3,8 @@
 OSWorld's tasks call programs by the names they have on its Ubuntu image. Inside the sandbox
 these come first on ``PATH`` (``/opt/desktop/bin``):
 
-- ``google-chrome`` / ``google-chrome-stable``: Chromium with Chrome's profile folder
-  (``~/.config/google-chrome``) and quiet-start flags; the process is called ``chrome`` (so
-  OSWorld's ``pkill chrome`` ends it; see :func:`make_chrome_dir`) and its first window
-  "Google Chrome" (the name tasks activate it by). ``chromium``: the same browser under its own name.
-  Both run with ``--no-sandbox``: the desktop forbids nested user namespaces, which Chromium's
-  own sandbox needs; the desktop's sandbox is the boundary.
+- ``google-chrome`` / ``google-chrome-stable`` and ``chromium``: Chromium as OSWorld's tasks
+  expect Chrome (see :mod:`.guest_chrome`).
 - ``sudo``: OSWorld's user/password semantics (user ``user``, password ``password``; ``-S``
   reads it from stdin, wrong passwords are refused like sudo does). The sandbox has no root to
   give, so the command then runs as the desktop user; what needs real root (installing
@@ -33,15 +29,15 @@ import shutil
 import sys
 from pathlib import Path
 
+# CHROME_LINK, GUEST_CHROME_DIR, make_chrome_dir: also reached from here (docker/Dockerfile)
+from computer_env.desktop.providers.guest_chrome import (CHROME_DESKTOP_ENTRY, CHROME_LINK,
+                                                         CHROME_SCRIPTS, GUEST_CHROME_DIR,
+                                                         make_chrome_dir)
 from computer_env.desktop.providers.home_template import build_once
 
 GUEST_TOOLS = "/opt/desktop/bin"
 GUEST_PASSWORD = "password"  # OSWorld's CLIENT_PASSWORD
 GUEST_PYTHON_DIR = "/opt/desktop/python"  # on PYTHONPATH: sitecustomize.py only
-GUEST_CHROME_DIR = "/opt/desktop/chrome"  # see make_chrome_dir()
-CHROME_LINK = f"{GUEST_CHROME_DIR}/chrome"
-CHROMIUM_DIR = Path("/usr/lib/chromium")
-CHROMIUM_BINARY = str(CHROMIUM_DIR / "chromium")
 
 # Programs OSWorld's tasks use that no desktop here carries, and why (for `needs:` skips).
 UNAVAILABLE: dict[str, str] = {
@@ -53,42 +49,6 @@ UNAVAILABLE: dict[str, str] = {
         "~/.local/share/code-server instead of ~/.config/Code, windows titled 'code-server' "
         "instead of 'Visual Studio Code', and extensions from Open VSX over the internet)"),
 }
-
-_CHROMIUM = r"""#!/bin/sh
-# Chromium for the sandboxed desktop (see computer_env/desktop/providers/guest_tools.py).
-CHROMIUM_FLAGS=""
-for file in /etc/chromium.d/*; do
-    case "$file" in */README|*.dpkg*) ;; *) . "$file" ;; esac
-done
-export CHROME_WRAPPER="${CHROME_WRAPPER:-/opt/desktop/bin/chromium}"
-export CHROME_DESKTOP="${CHROME_DESKTOP:-chromium.desktop}"
-exe="${HOLO_CHROME_EXE:-__CHROMIUM_BINARY__}"
-[ -x "$exe" ] || exe=__CHROMIUM_BINARY__
-# --no-sandbox: nested user namespaces are disabled in the desktop; --test-type: no warning bar
-exec "$exe" --no-sandbox --test-type $CHROMIUM_FLAGS "$@"
-"""
-
-_GOOGLE_CHROME = r"""#!/bin/sh
-# google-chrome as OSWorld's tasks call it: Chromium with Chrome's profile folder.
-case " $* " in
-    *" --user-data-dir="*) ;;
-    *) set -- "--user-data-dir=$HOME/.config/google-chrome" "$@" ;;
-esac
-# Its first window is titled "Google Chrome" (tasks activate the window by that name; the page
-# title is not part of it, Chromium's own title would end in "- Chromium").
-case " $* " in
-    *" --window-name="*) ;;
-    *) set -- "--window-name=Google Chrome" "$@" ;;
-esac
-export CHROME_WRAPPER=/opt/desktop/bin/google-chrome CHROME_DESKTOP=google-chrome.desktop
-export HOLO_CHROME_EXE=__CHROME_LINK__
-# Local Network Access checks came after the Chrome of OSWorld's image; with them, Chromium's first
-# start writes profile.default_content_setting_values (a migration marker), which a fresh
-# Chrome profile there lacks and which OSWorld's data_delete_automacally getter reads as "on".
-exec /opt/desktop/bin/chromium --no-first-run \
-    --no-default-browser-check --password-store=basic --disable-component-update \
-    --disable-features=LocalNetworkAccessChecks "$@"
-"""
 
 _SUDO = r"""#!/bin/bash
 # sudo with OSWorld's user/password semantics for the sandboxed desktop: the password
@@ -204,28 +164,7 @@ def user_site(home: str) -> str:
     return f"{home}/.local/lib/python{sys.version_info[0]}.{sys.version_info[1]}/site-packages"
 
 
-_CHROME_DESKTOP = """\
-[Desktop Entry]
-Version=1.0
-Name=Google Chrome
-GenericName=Web Browser
-Comment=Access the Internet
-Exec=/usr/bin/google-chrome-stable %U
-StartupNotify=true
-Terminal=false
-Icon=chromium
-Type=Application
-Categories=Network;WebBrowser;
-MimeType=text/html;text/xml;application/xhtml+xml;x-scheme-handler/http;x-scheme-handler/https;
-StartupWMClass=Chromium
-"""
-
-SCRIPTS: dict[str, str] = {
-    "chromium": _CHROMIUM.replace("__CHROMIUM_BINARY__", CHROMIUM_BINARY),
-    "google-chrome": _GOOGLE_CHROME.replace("__CHROME_LINK__", CHROME_LINK),
-    "google-chrome-stable": _GOOGLE_CHROME.replace("__CHROME_LINK__", CHROME_LINK),
-    "sudo": _SUDO.replace("__PASSWORD__", GUEST_PASSWORD),
-}
+SCRIPTS: dict[str, str] = {**CHROME_SCRIPTS, "sudo": _SUDO.replace("__PASSWORD__", GUEST_PASSWORD)}
 
 
 def session_bus_config(guest_uid: int) -> str:
@@ -249,43 +188,11 @@ def session_bus_config(guest_uid: int) -> str:
                                   "<includedir>/usr/share/dbus-1/session.d</includedir>")
 
 
-def make_chrome_dir(dest: Path) -> None:
-    """Chromium's program folder with the binary under the name ``chrome``.
-
-    Chromium names its process after the file it runs from (``/proc/self/exe``), so a symlink
-    is not enough for ``pkill chrome``: ``dest/chrome`` is a hard link to (or, across file
-    systems, a copy of) Chromium's binary, every other entry a symlink to the original."""
-    dest.mkdir(parents=True)
-    for entry in CHROMIUM_DIR.iterdir():
-        if entry.name != "chromium":
-            os.symlink(entry, dest / entry.name)
-    try:
-        os.link(CHROMIUM_BINARY, dest / "chrome")
-    except OSError:
-        shutil.copy2(CHROMIUM_BINARY, dest / "chrome")
-    os.chmod(dest, 0o755)
-
-
-def ensure_chrome_dir(base: Path) -> Path | None:
-    """:func:`make_chrome_dir` under ``base`` (on the disk, not in memory), for the installed
-    Chromium (a new version gets a new folder, old ones are removed); None without Chromium."""
-    try:
-        st = os.stat(CHROMIUM_BINARY)
-    except OSError:
-        return None
-    target = base / f"chrome-{st.st_ino}-{int(st.st_mtime)}"
-    if target.is_dir():
-        return target
-    for old in base.glob("chrome-*"):
-        shutil.rmtree(old, ignore_errors=True)
-    return build_once(target, make_chrome_dir)
-
-
 def _fingerprint() -> str:
     h = hashlib.sha256()
     for name in sorted(SCRIPTS):
         h.update(name.encode() + b"\0" + SCRIPTS[name].encode() + b"\0")
-    h.update(_CHROME_DESKTOP.encode() + _SITECUSTOMIZE.encode())
+    h.update(CHROME_DESKTOP_ENTRY.encode() + _SITECUSTOMIZE.encode())
     apps = Path("/usr/share/applications")
     if apps.is_dir():  # a new package adds .desktop files: rebuild
         h.update("\0".join(sorted(os.listdir(apps))).encode())
@@ -307,7 +214,7 @@ def write_tools(dest: Path) -> None:
         shutil.copytree(host_apps, apps, symlinks=True)
     else:
         apps.mkdir()
-    (apps / "google-chrome.desktop").write_text(_CHROME_DESKTOP)
+    (apps / "google-chrome.desktop").write_text(CHROME_DESKTOP_ENTRY)
     for root, dirs, files in os.walk(dest):
         for name in dirs:
             os.chmod(Path(root, name), 0o755)
@@ -320,3 +227,8 @@ def write_tools(dest: Path) -> None:
 def ensure_tools(base: Path) -> Path:
     """The tools directory under ``base`` (read-only for everyone), created once, atomically."""
     return build_once(base / f"desktop-tools-{_fingerprint()}", write_tools)
+
+
+__all__ = ["CHROME_LINK", "GUEST_CHROME_DIR", "GUEST_PASSWORD", "GUEST_PYTHON_DIR", "GUEST_TOOLS",
+           "SCRIPTS", "UNAVAILABLE", "ensure_tools", "make_chrome_dir",
+           "session_bus_config", "user_site", "write_tools"]

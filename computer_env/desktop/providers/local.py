@@ -29,7 +29,8 @@ from typing import TYPE_CHECKING
 from computer_env.desktop.gateway import OSWorldGateway, with_gateway
 from computer_env.desktop.providers import bwrap, netns
 from computer_env.desktop.providers.base import DesktopHandle, DesktopProvider
-from computer_env.desktop.providers.guest_tools import ensure_chrome_dir, ensure_tools
+from computer_env.desktop.providers.guest_chrome import ensure_chrome_dir
+from computer_env.desktop.providers.guest_tools import ensure_tools
 from computer_env.desktop.providers.home_template import ensure_template
 from computer_env.desktop.providers.limits import DesktopLimits
 from computer_env.desktop.providers.local_cleanup import (Finalizer, Resources,

@@ -7,7 +7,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from computer_env.desktop.providers.guest_tools import CHROME_LINK
+from computer_env.desktop.providers.guest_chrome import CHROME_LINK
 
 SYSTEM_PYTHON = Path("/usr/bin/python3")
 HELPER = Path(__file__).with_name("atspi_dump.py")

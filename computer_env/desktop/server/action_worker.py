@@ -48,12 +48,12 @@ def _run_block(code: str, pyautogui: Any) -> dict[str, Any]:
 
 def _confirm(pyautogui: Any, dpy: Any) -> Any:
     """After a block: wait until the focused app has handled its input (XSync and a
-    ``_NET_WM_PING`` round trip, see ``text_input.confirm_delivered``); returns the display
+    ``_NET_WM_PING`` round trip, see ``delivery.confirm_delivered``); returns the display
     (opened on first use), None when there is no X display."""
     try:
         from Xlib import display as xdisplay
 
-        from computer_env.desktop.server.text_input import confirm_delivered
+        from computer_env.desktop.server.delivery import confirm_delivered
 
         dpy = dpy or xdisplay.Display()
         confirm_delivered(dpy)

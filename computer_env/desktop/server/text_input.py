@@ -9,7 +9,8 @@ the X server expands to a lower/upper pair, so 'Ç' is typed as 'ç'.
 So before typing, every character of the text is given a stable place in the keymap: two per
 unused keycode (level 1 and Shift level 2), reused across requests, recycled least recently used
 first, and only once the app has handled their last key press: it answered a _NET_WM_PING
-(GTK, Qt, Chromium) or, for apps without that protocol (xterm), ``QUARANTINE_S`` has passed.
+(GTK, Qt, Chromium; see :mod:`.delivery`) or, for apps without that protocol (xterm),
+``QUARANTINE_S`` has passed.
 ``xdotool`` then finds every keysym and never remaps. Text with more distinct characters than there are places is typed in
 segments. Newlines are sent as Return key presses: ``xdotool type`` turns ``\\n`` into a Linefeed
 keysym, which xterm accepts but GTK dialogs and LibreOffice ignore.
@@ -17,9 +18,7 @@ keysym, which xterm accepts but GTK dialogs and LibreOffice ignore.
 
 from __future__ import annotations
 
-import itertools
 import logging
-import select
 import subprocess
 import threading
 import time
@@ -28,12 +27,13 @@ from collections.abc import Iterable
 from Xlib import X, Xatom
 from Xlib import display as xdisplay
 from Xlib import error as xerror
-from Xlib.protocol import event as xevent
+
+from computer_env.desktop.server.delivery import (PING_TIMEOUT_S, active_window,
+                                                  confirm_delivered, ping_window)
 
 logger = logging.getLogger(__name__)
 
 QUARANTINE_S = 1.0  # a place is rebound only this long after its last key press
-PING_TIMEOUT_S = 5.0  # how long a window that speaks _NET_WM_PING may take to answer
 RESERVE_KEYCODES = 1  # unused keycodes left alone (xdotool's scratch key for `xdotool key`)
 _OWNED_ATOM = "_COMPUTER_ENV_TYPING_KEYCODES"  # root property: keycodes this module manages
 
@@ -62,63 +62,6 @@ def _alphabetic(low: int, high: int) -> bool:
     """Whether the server would make ``[low, high]`` a Caps-Lock-sensitive case pair."""
     a, b = chr(low & 0xFFFFFF), chr(high & 0xFFFFFF)
     return a != b and a.lower() == a and a.upper() == b
-
-
-_PING_SERIAL = itertools.count(1)
-
-
-def active_window(dpy: xdisplay.Display) -> int:
-    """The window manager's active window (else the input focus); 0 when there is none."""
-    root = dpy.screen().root
-    prop = root.get_full_property(dpy.intern_atom("_NET_ACTIVE_WINDOW"), Xatom.WINDOW)
-    if prop is not None and len(prop.value) and int(prop.value[0]):
-        return int(prop.value[0])
-    focus = dpy.get_input_focus().focus
-    return int(focus.id) if hasattr(focus, "id") else 0
-
-
-def ping_window(dpy: xdisplay.Display, window_id: int, timeout: float) -> bool | None:
-    """Send ``_NET_WM_PING``; True once answered (the app has handled every earlier event),
-    False if it did not answer in ``timeout`` s, None if the window does not speak the protocol."""
-    ping, protocols = dpy.intern_atom("_NET_WM_PING"), dpy.intern_atom("WM_PROTOCOLS")
-    window = dpy.create_resource_object("window", window_id)
-    try:
-        if ping not in (window.get_wm_protocols() or []):
-            return None
-    except xerror.XError:
-        return None
-    root = dpy.screen().root
-    root.change_attributes(event_mask=X.SubstructureNotifyMask)  # the answer goes to the root
-    stamp = next(_PING_SERIAL) & 0xFFFFFFFF
-    window.send_event(xevent.ClientMessage(window=window, client_type=protocols,
-                                           data=(32, [ping, stamp, window_id, 0, 0])), event_mask=0)
-    dpy.flush()
-    deadline = time.monotonic() + timeout
-    while True:
-        while dpy.pending_events():
-            e = dpy.next_event()
-            if e.type == X.ClientMessage and e.client_type == protocols \
-                    and list(e.data[1][:3]) == [ping, stamp, window_id]:
-                return True
-        left = deadline - time.monotonic()
-        if left <= 0:
-            return False
-        select.select([dpy], [], [], left)
-
-
-def confirm_delivered(dpy: xdisplay.Display, timeout: float = PING_TIMEOUT_S) -> bool | None:
-    """Input delivered, not just sent: ``XSync`` (the X server has processed every event sent
-    so far), then a ``_NET_WM_PING`` round trip with the active window, whose app answers only
-    after handling every earlier event. True once answered, False if it did not answer within
-    ``timeout`` (a busy app), None when there is no active window or it lacks the protocol."""
-    dpy.sync()
-    window = active_window(dpy)
-    if not window:
-        return None
-    answered = ping_window(dpy, window, timeout)
-    if answered is False:
-        logger.warning("window 0x%x did not confirm input within %g s", window, timeout)
-    return answered
 
 
 class KeymapSlots:
