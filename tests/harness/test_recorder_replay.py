@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 from PIL import Image
 
-from computer_env import Click
+from computer_env import Click, Scroll
 from holo_agent import HoloComputerAgent, Recorder, read_traj, render_replay
 from holo_agent.reference import ReferenceEndpoint
-from holo_agent.tools import AnswerTool, ClickTool, WriteTool
+from holo_agent.tools import AnswerTool, ClickTool, RunCodeTool, ScrollTool, WriteTool
 from holo_agent.replay import REFERENCE_LABEL
 from memenv import MemoryEnv
 from polling import wait_for
@@ -93,6 +93,36 @@ def test_recorder_writes_every_file(tmp_path: Path) -> None:
     assert json.loads((tmp_path / "agent.json").read_text())["instruction"] == TASK
     assert not list(tmp_path.glob(".*.tmp"))
     assert_no_key(tmp_path)
+
+
+def test_read_traj_reads_older_and_odd_lines(tmp_path: Path) -> None:
+    """Lines of older runs (fields missing), a tool this version does not know, a line that is
+    no step record, and a killed run's half line: what can be read is read, typed where it can."""
+    lines = [
+        {"index": 0, "step": 0, "thought": "t", "latency_s": 0.1,  # no time (older runs)
+         "tool_call": {"tool_name": "scroll", "direction": "down", "amount": 2},
+         "event": {"kind": "scroll", "direction": "down", "amount": 2},
+         "code": None},
+        {"thought": "u", "tool_call": {"tool_name": "teleport", "to": "mars"}},  # unknown tool
+        {"index": "not a number"},
+        {"index": 3, "step": 1, "time": 1.0, "latency_s": 0.2,
+         "tool_call": {"tool_name": "run_code", "language": "bash", "code": "ls"},
+         "code": {"language": "bash", "code": "ls", "output": "a", "exit_code": 0,
+                  "timed_out": False, "duration_s": 0.5, "truncated": False, "output_chars": 1}},
+    ]
+    text = "".join(json.dumps(x) + "\n" for x in lines) + '{"index": 4, "thou'
+    (tmp_path / "traj.jsonl").write_text(text)
+    (tmp_path / "reasoning.jsonl").write_text(json.dumps({"index": 3, "reasoning": "r"}) + "\n")
+    rows = read_traj(tmp_path / "traj.jsonl")
+    assert [r.index for r in rows] == [0, 1, 3] and rows[0].time == 0.0
+    assert rows[0].call == ScrollTool(tool_name="scroll", direction="down", amount=2)
+    assert rows[0].input_event == Scroll(direction="down", amount=2) and rows[0].code_run is None
+    assert rows[1].call is None and rows[1].tool_call == {"tool_name": "teleport", "to": "mars"}
+    assert isinstance(rows[2].call, RunCodeTool) and rows[2].code_run is not None
+    assert rows[2].code_run.exit_code == 0 and rows[2].reasoning == "r"
+    assert read_traj(tmp_path / "missing") == []
+    html = render_replay(tmp_path).read_text()  # and the page shows all three
+    assert "teleport(to=&#34;mars&#34;)" in html and "code (bash) · exit code 0" in html
 
 
 def test_screenshot_extension_follows_mime(tmp_path: Path) -> None:

@@ -195,6 +195,21 @@ def test_atomic_write_json_replaces(tmp_path: Path) -> None:
     assert [p.name for p in path.parent.iterdir()] == ["x.json"]
 
 
+def test_one_atomic_writer_for_agent_and_harness(tmp_path: Path) -> None:
+    """The recorder's and the result files' writes are the same code (computer_env.atomic)."""
+    import computer_env.atomic as atomic
+    import fixtures.atomic
+    import holo_agent.recorder
+
+    assert fixtures.atomic.atomic_write_json is atomic.atomic_write_json
+    assert holo_agent.recorder.atomic_write is atomic.atomic_write
+    text = atomic.atomic_write(tmp_path / "new" / "a.txt", "é")
+    raw = atomic.atomic_write(tmp_path / "b.bin", b"\x00\xff")
+    assert text.read_bytes() == "é".encode() and raw.read_bytes() == b"\x00\xff"
+    assert {p.stat().st_mode & 0o777 for p in (text, raw)} == {atomic.FILE_MODE}
+    assert text.parent.stat().st_mode & 0o777 == atomic.DIR_MODE
+
+
 def test_registered_secret_never_written(tmp_path: Path) -> None:
     key = "sk-" + secrets.token_hex(16)
     token = secrets.token_urlsafe(24)
