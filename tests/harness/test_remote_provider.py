@@ -3,11 +3,9 @@ and OSWorldCloudProvider's error path and adapter."""
 
 from __future__ import annotations
 
-import ctypes
 import os
 import secrets
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -20,26 +18,10 @@ import pytest
 from computer_env.desktop.providers.osworld_cloud import OSWorldCloudProvider, parse_address
 from computer_env.desktop.providers.remote import RemoteProvider, split_url_token
 from computer_env.errors import ConfigurationError, VMUnreachable
+from computer_env.procs import kill_group, spawn
 from polling import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _die_with_parent() -> None:
-    ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-
-
-def _popen(args: list[str], **kwargs: object) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(args, start_new_session=True, preexec_fn=_die_with_parent,
-                            **kwargs)  # type: ignore[call-overload]
-
-
-def _kill(proc: subprocess.Popen[bytes]) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    proc.wait(timeout=10)
 
 
 def _port(path: Path, proc: subprocess.Popen[bytes], what: str, timeout: float) -> str:
@@ -60,8 +42,8 @@ def guest_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str
         pytest.skip("Xvfb is not installed")
     tmp = tmp_path_factory.mktemp("remote")
     read_fd, write_fd = os.pipe()
-    xvfb = _popen(["Xvfb", "-displayfd", str(write_fd), "-screen", "0", "800x600x24",
-                   "-nolisten", "tcp"], pass_fds=(write_fd,), stderr=subprocess.DEVNULL)
+    xvfb = spawn(["Xvfb", "-displayfd", str(write_fd), "-screen", "0", "800x600x24",
+                  "-nolisten", "tcp"], pass_fds=(write_fd,))
     os.close(write_fd)
     server = None
     try:
@@ -70,15 +52,15 @@ def guest_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str
         token = secrets.token_urlsafe(16)
         port_file = tmp / "port"
         env = {**os.environ, "DISPLAY": display, "DESKTOP_SERVER_TOKEN": token, "HOME": str(tmp)}
-        server = _popen([sys.executable, "-m", "computer_env.desktop.server", "--host",
-                         "127.0.0.1", "--port", "0", "--port-file", str(port_file), "--no-warm"],
-                        env=env, cwd=ROOT, stderr=subprocess.DEVNULL)
+        server = spawn([sys.executable, "-m", "computer_env.desktop.server", "--host",
+                        "127.0.0.1", "--port", "0", "--port-file", str(port_file), "--no-warm"],
+                       env=env, cwd=ROOT)
         port = _port(port_file, server, "the guest server", 30)
         yield f"http://127.0.0.1:{port}", token
     finally:
         if server is not None:
-            _kill(server)
-        _kill(xvfb)
+            kill_group(server, timeout=10)
+        kill_group(xvfb, timeout=10)
 
 
 def _closed_port() -> int:
