@@ -152,8 +152,8 @@ def staged_python_binds(stage_root: Path) -> dict[Path, Path]:
     """Map each of :func:`python_binds` to an empty mount point under ``stage_root``.
 
     The session's launcher bind-mounts the real directory there in a private mount namespace
-    (see ``proc.spawn(binds=...)``), because the sandbox's unprivileged uid could not traverse
-    e.g. ``/root`` to reach it; bwrap then binds the staged path to the original one.
+    (see ``computer_env.procs.spawn(binds=...)``), because the sandbox's unprivileged uid could
+    not traverse e.g. ``/root`` to reach it; bwrap then binds the staged path to the original.
     """
     staged: dict[Path, Path] = {}
     for i, path in enumerate(python_binds()):

@@ -103,7 +103,7 @@ class KeymapSlots:
         pinned = {p for k in wanted if (p := self.holder(k)) is not None}
         missing = [k for k in wanted if self.holder(k) is None]
         touched: set[int] = set()
-        wait_until, windows = 0.0, set()
+        wait_until, windows = 0.0, set[int]()
         for keysym in missing:
             kc, level, recycled = self._pick(keysym, pinned)
             if recycled:
