@@ -11,27 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from fixtures.options import add_options
 from fixtures.settings import Settings
-from fixtures.settings_build import OPTION_FIELDS, settings_from_config
+from fixtures.settings_build import OPTION_FIELDS
+from parsed_settings import settings_of as _settings
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-class _Config:
-    """A ``pytest.Config`` stand-in exposing ``getoption`` over the suite's real parser."""
-
-    def __init__(self, args: list[str]) -> None:
-        parser = pytest.Parser(_ispytest=True)
-        add_options(parser)
-        self.option = parser.parse(args)
-
-    def getoption(self, name: str) -> object:
-        return getattr(self.option, name)
-
-
-def _settings(*args: str) -> Settings:
-    return settings_from_config(_Config(list(args)))  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("option, value", [

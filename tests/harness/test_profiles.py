@@ -8,26 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from fixtures.options import add_options
-from fixtures.settings import Settings
-from fixtures.settings_build import settings_from_config
+from parsed_settings import settings_of as settings
 from suite import run_suite
-
-
-class _Config:
-    """A ``pytest.Config`` stand-in exposing ``getoption`` over parsed suite options."""
-
-    def __init__(self, args: list[str]) -> None:
-        parser = pytest.Parser(_ispytest=True)
-        add_options(parser)
-        self.option = parser.parse(args)
-
-    def getoption(self, name: str) -> object:
-        return getattr(self.option, name)
-
-
-def settings(*args: str) -> Settings:
-    return settings_from_config(_Config(list(args)))  # type: ignore[arg-type]
 
 
 def test_os_helix_profile_sets_the_protocol() -> None:

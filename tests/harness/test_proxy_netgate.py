@@ -8,7 +8,6 @@ and the case ends unscored (``infra: network``), never as a scored 0.
 
 from __future__ import annotations
 
-import ctypes
 import os
 import re
 import shutil
@@ -24,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from computer_env.errors import NetworkError
+from computer_env.procs import set_pdeathsig
 from fixtures.endpoints import free_port
 from fixtures.netgate import NetGate, guest_proxy_url, proxy_port, without_userinfo
 from fixtures.results import NetCheck
@@ -34,10 +34,6 @@ from tests.harness.suite import SuiteRun, builtin_smoke, run_suite, task_list_fi
 TINYPROXY = shutil.which("tinyproxy") or "/usr/bin/tinyproxy"
 needs_tinyproxy = pytest.mark.skipif(
     not Path(TINYPROXY).exists(), reason="tinyproxy is not installed (apt-get install tinyproxy)")
-
-
-def _die_with_parent() -> None:  # runs in the child
-    ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
 class Tinyproxy:
@@ -63,7 +59,7 @@ class Tinyproxy:
     def start(self) -> "Tinyproxy":
         self.proc = subprocess.Popen([TINYPROXY, "-d", "-c", str(self.conf)],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                     start_new_session=True, preexec_fn=_die_with_parent)
+                                     start_new_session=True, preexec_fn=set_pdeathsig)
         wait_for(self._listening, f"tinyproxy to listen on port {self.port}", 15, interval=0.05)
         return self
 

@@ -18,6 +18,7 @@ import pytest
 from PIL import Image
 
 from computer_env import Click, Scroll
+from computer_env.procs import set_pdeathsig
 from holo_agent import HoloComputerAgent, Recorder, read_traj, render_replay
 from holo_agent.reference import ReferenceEndpoint
 from holo_agent.tools import AnswerTool, ClickTool, RunCodeTool, ScrollTool, WriteTool
@@ -143,17 +144,12 @@ agent.run(MemoryEnv({task!r}, 800, 600), max_steps=200)
 """
 
 
-def _die_with_parent() -> None:
-    import ctypes
-    ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-
-
 def test_files_parse_after_a_killed_run(tmp_path: Path) -> None:
     steps = [s("wait", thought=f"waiting {i}", seconds=0) for i in range(200)]
     with ReferenceEndpoint({TASK: steps}, faults="delay=0.1", require_api_key=KEY) as ep:
         code = CHILD.format(here=str(HERE), url=ep.url, key=KEY, task_dir=str(tmp_path), task=TASK)
         proc = subprocess.Popen([sys.executable, "-c", code], start_new_session=True,
-                                preexec_fn=_die_with_parent, stderr=subprocess.PIPE)
+                                preexec_fn=set_pdeathsig, stderr=subprocess.PIPE)
         try:
 
             def four_steps() -> bool:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ctypes
 import json
 import os
 import secrets
@@ -16,6 +15,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
+from computer_env.procs import set_pdeathsig
 from fixtures.atomic import atomic_write_json
 from fixtures.redact import REDACTED, redact, register_secret
 from fixtures.results import (
@@ -155,11 +155,6 @@ while True:
 """
 
 
-def _die_with_parent() -> None:
-    libc = ctypes.CDLL("libc.so.6", use_errno=True)
-    libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-
-
 def test_killed_writer_never_leaves_half_a_file(tmp_path: Path) -> None:
     """SIGKILL a process that rewrites a 400 kB JSON file in a loop, at varying moments."""
     target = tmp_path / "result.json"
@@ -167,7 +162,7 @@ def test_killed_writer_never_leaves_half_a_file(tmp_path: Path) -> None:
         proc = subprocess.Popen(
             [sys.executable, "-c", WRITER, str(target)],
             stdout=subprocess.PIPE, text=True, start_new_session=True,
-            preexec_fn=_die_with_parent,
+            preexec_fn=set_pdeathsig,
         )
         try:
             assert proc.stdout is not None

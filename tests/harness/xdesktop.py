@@ -7,7 +7,6 @@ environment for programs that should run on it.
 
 from __future__ import annotations
 
-import ctypes
 import os
 import shutil
 import signal
@@ -17,13 +16,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from computer_env.procs import set_pdeathsig
+
 from polling import wait_for
-
-_PR_SET_PDEATHSIG = 1
-
-
-def _die_with_parent() -> None:
-    ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
 def _read_line(fd: int, timeout: float, what: str) -> str:
@@ -59,7 +54,7 @@ class XDesktop:
             stdout=kw.pop("stdout", subprocess.DEVNULL),
             stderr=subprocess.DEVNULL,
             start_new_session=True,
-            preexec_fn=_die_with_parent,
+            preexec_fn=set_pdeathsig,
             **kw,
         )
         self._procs.append(proc)
@@ -180,7 +175,7 @@ class GuestServer:
                  "--port", "0", "--token-file", str(token_file), "--port-file", str(port_file),
                  *(extra_args or [])],
                 env=server_env, cwd=home, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                start_new_session=True, preexec_fn=_die_with_parent,
+                start_new_session=True, preexec_fn=set_pdeathsig,
             )
 
         def port() -> str:
