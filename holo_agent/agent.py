@@ -155,7 +155,8 @@ class HoloComputerAgent:
 
         Raises ``ModelEndpointError`` (endpoint trouble after retries), ``HarnessRequestError``
         (the endpoint rejected a request as malformed), and whatever the env raises
-        (``InfraError`` subclasses); the partial ``Trajectory`` is attached as ``exc.trajectory``.
+        (``InfraError`` subclasses); the partial episode is recorded with ``end`` null, and
+        each model turn reached ``on_step`` as it happened (that is how a caller keeps it).
         """
         instruction = env.instruction
         traj = Trajectory(instruction=instruction)
@@ -165,10 +166,7 @@ class HoloComputerAgent:
         try:
             self._loop(env, max_steps, conv, traj)
         except BaseException as exc:
-            # Endpoint/env/harness errors propagate; the partial episode rides along on the
-            # exception (``exc.trajectory``) and is recorded with ``end`` null.
-            traj.error = f"{type(exc).__name__}: {exc}"
-            exc.trajectory = traj  # type: ignore[attr-defined]
+            traj.error = f"{type(exc).__name__}: {exc}"  # recorded; the error propagates
             raise
         finally:
             if self.recorder is not None:

@@ -284,7 +284,8 @@ def test_endpoint_failure_mid_run_is_recorded(tmp_path: Path) -> None:
                                   backoff_base=0.01, recorder=Recorder(tmp_path), on_step=on_step)
         with pytest.raises(ModelEndpointError) as info:
             agent.run(MemoryEnv(TASK, 1024, 640), max_steps=10)
-    assert seen == [0, 1] and len(info.value.trajectory.steps) == 2  # type: ignore[attr-defined]
+    assert seen == [0, 1]  # the caller saw both turns before the failure (on_step)
+    assert not hasattr(info.value, "trajectory")  # nothing rides on the exception
     summary = json.loads((tmp_path / "trajectory.json").read_text())
     assert summary["end"] is None and "ModelEndpointError" in summary["error"]
     assert len(read_traj(tmp_path)) == 2
