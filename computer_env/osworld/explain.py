@@ -127,7 +127,6 @@ def explain_table(result: Path, expected: Path, rules: Sequence[dict[str, Any]] 
     lines: list[str] = []
     if (len(rsheets) != len(esheets)) if rules else (list(rsheets) != list(esheets)):
         lines.append(f"sheets: result {list(rsheets)}, expected {list(esheets)}")
-    pairs: list[tuple[str, str | None, str | None]] = []
     for i, rule in enumerate(rules or ()):
         if "sheet_idx0" in rule and "sheet_idx1" in rule:
             a, b = rule["sheet_idx0"], rule["sheet_idx1"]

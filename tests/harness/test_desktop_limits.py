@@ -5,7 +5,6 @@ not, and the breach is reported so the case is unscored."""
 from __future__ import annotations
 
 import os
-import shlex
 import shutil
 import subprocess
 import sys
