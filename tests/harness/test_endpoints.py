@@ -31,7 +31,7 @@ from fixtures.endpoints import (
     free_port,
     normalize_base_url,
 )
-from fixtures.plugin import builtin_solutions_by_instruction
+from fixtures.run_start import builtin_solutions_by_instruction
 from holo_agent.reference import ReferenceEndpoint
 from httpstub import CountingServer
 from polling import wait_for

@@ -14,7 +14,7 @@ from typing import Iterator
 import pytest
 
 from computer_env.errors import ModelEndpointError
-from fixtures.plugin import builtin_solutions_by_instruction
+from fixtures.run_start import builtin_solutions_by_instruction
 from fixtures.redact import redact, redact_obj, strip_url_credentials
 from holo_agent import HoloComputerAgent
 from holo_agent.client import ChatClient, split_credentials
