@@ -27,7 +27,9 @@ from typing import Any
 import pytest
 
 import fixtures.osworld_case as osworld_case
+from computer_env.desktop.client import DesktopClient
 from computer_env.osworld import EvaluatorUnsupported
+from polling import wait_for
 
 _done: set[str] = set()
 
@@ -37,10 +39,15 @@ def _ids(name: str) -> set[str]:
 
 
 def _kill_server(ctx: Any) -> None:
+    """SIGKILL the guest server from inside the desktop and return once it no longer answers
+    (the launch request returns before the kill lands)."""
     try:
         ctx.client.launch(["sh", "-c", "pkill -9 -f computer_env.desktop.server"])
     except Exception:
         pass  # the request may die with the server: that is the point
+    with DesktopClient.from_handle(ctx.handle, retries=0, timeout=2.0) as probe:
+        wait_for(lambda: not probe.ping(), "the guest server to stop answering", 30,
+                 interval=0.05)
 
 
 def _kill_x(ctx: Any) -> None:
