@@ -82,7 +82,9 @@ def test_evaluation_time_unsupported_skips_and_a_harness_bug_fails(tmp_path: Pat
     assert skipped["outcome"] == "skipped" and skipped["score"] is None
     assert "chaos_metric" in skipped["message"] and skipped["steps"] >= 1
     assert "SKIPPED" in run.output and "cannot run here: metric 'chaos_metric'" in run.output
-    assert buggy not in results or results[buggy]["outcome"] != "unscored"
+    assert buggy not in results  # neither unscored nor a score: no result file
+    (bug_dir,) = [p for p in run.run_dir.rglob(buggy) if p.is_dir()]
+    assert (bug_dir / "replay.html").is_file()  # what the agent did before the bug, to look at
     assert "AttributeError" in run.output and "1 failed" in run.output
     assert "RERUN" not in run.output  # neither a skip nor a harness bug is rerun
     assert json.dumps(run.summary).count("vm_unreachable") == 0
