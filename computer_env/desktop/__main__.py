@@ -17,6 +17,7 @@ import sys
 import threading
 from types import FrameType
 
+from computer_env.desktop.providers.local import LocalSandboxProvider
 from computer_env.errors import ConfigurationError, InfraError
 
 
@@ -37,8 +38,6 @@ def _parser() -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     """Start, print the JSON line, wait for a signal, clean up."""
-    from computer_env.desktop.providers.local import LocalSandboxProvider
-
     stop = threading.Event()
 
     def _stop(signum: int, _frame: FrameType | None) -> None:

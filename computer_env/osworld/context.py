@@ -6,13 +6,12 @@ import re
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import urlsplit
 
-if TYPE_CHECKING:  # the client module is imported lazily: it belongs to the desktop package
-    from computer_env.desktop.client import DesktopClient
-    from computer_env.desktop.gateway import OSWorldGateway
-    from computer_env.desktop.providers.base import DesktopHandle
+from computer_env.desktop.client import DesktopClient
+from computer_env.desktop.gateway import OSWorldGateway, gateway_for
+from computer_env.desktop.providers.base import DesktopHandle
 
 DEFAULT_CLIENT_PASSWORD = "password"
 """OSWorld's Ubuntu image password (``{CLIENT_PASSWORD}``)."""
@@ -64,8 +63,6 @@ class TaskContext:
     def gateway(self) -> OSWorldGateway:
         """The host-side entrance OSWorld's code uses for this desktop (the provider's, or one
         made here for a handle that has none, e.g. an OSWorld cloud VM)."""
-        from computer_env.desktop.gateway import gateway_for
-
         return gateway_for(self.handle)
 
     @property

@@ -10,6 +10,7 @@ from PIL import Image
 
 from computer_env.base import ComputerEnv, InputEvent, Observation, StepResult, TypeText, Wait
 from computer_env.osworld.actions import describe, to_pyautogui
+from computer_env.osworld.code_action import run_code
 from computer_env.osworld.context import TaskContext
 from computer_env.osworld.settle import wait_until_settled
 from computer_env.osworld.tasks import Task
@@ -77,8 +78,6 @@ class OSWorldComputerEnv(ComputerEnv):
     def run_code(self, language: str, code: str, *, timeout_s: float) -> StepResult:
         """A code action through the desktop's /run_python or /run_bash_script (inside the
         desktop); recorded in the action history as OSWorld-style code."""
-        from computer_env.osworld.code_action import run_code
-
         result = run_code(self.ctx.client, language, code, timeout_s=timeout_s)
         self.ctx.action_history.append(f"# run_code {language}\n{code}")
         if self._settle is not None:

@@ -26,7 +26,7 @@ from pydantic import BaseModel, Field
 from computer_env.errors import EvaluatorInfraError, InfraError
 from computer_env.osworld.context import TaskContext, substitute
 from computer_env.osworld.errors import EvaluatorUnsupported, Unsupported
-from computer_env.osworld.setup import SetupReport, run_setup
+from computer_env.osworld.setup import SetupReport, check_steps, run_setup
 from computer_env.osworld.shim import EvalEnv, check_cdp, seed_cloud_files
 from computer_env.osworld.tasks import Task
 from computer_env.osworld.upstream import (
@@ -139,8 +139,6 @@ def ensure_supported(task: Task, ctx: TaskContext | None = None, *,
     """Raise ``SetupUnsupported``/``EvaluatorUnsupported`` now if a step, getter or metric of the
     task cannot run here (call before setup to skip early); with ``ctx``, also what cannot work
     on its desktop. ``backend`` is ignored (kept for callers)."""
-    from computer_env.osworld.setup import check_steps
-
     check_steps(task.all_steps())
     _resolve(task)
     _check_embedded(task, ctx)

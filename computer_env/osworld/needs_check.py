@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from computer_env.errors import SetupError
+from computer_env.osworld.download import cache_path
 from computer_env.osworld.needs import TaskNeeds, program_label
 
 logger = logging.getLogger(__name__)
@@ -220,8 +221,6 @@ class OnlineProbe:
 
 def is_cached(download_cache: Path, url: str) -> bool:
     """Is ``url`` in the shared download cache?"""
-    from computer_env.osworld.download import cache_path
-
     return cache_path(download_cache, url).is_file()
 
 

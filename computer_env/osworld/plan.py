@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from computer_env.osworld.errors import Unsupported
+from computer_env.osworld.evaluate import ensure_supported
 from computer_env.osworld.needs import TaskNeeds, task_needs
 from computer_env.osworld.needs_check import DesktopInventory, is_cached
 from computer_env.osworld.tasks import Task
@@ -144,9 +146,6 @@ def evaluation_support(embedded: bool) -> Callable[[Task], str | None]:
     """``unsupported(task)`` from the evaluation code's own check (``ensure_supported``): a step,
     getter or metric that cannot run here (``embedded``: on this project's desktops)."""
     from types import SimpleNamespace
-
-    from computer_env.osworld.errors import Unsupported
-    from computer_env.osworld.evaluate import ensure_supported
 
     ctx: Any = SimpleNamespace(embedded=embedded)
 

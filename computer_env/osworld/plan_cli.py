@@ -10,6 +10,15 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from computer_env.desktop.client import DesktopClient
+from computer_env.desktop.providers.local import LocalSandboxProvider
+from computer_env.desktop.providers.remote import split_url_token
+from computer_env.errors import ConfigurationError, InfraError
+from computer_env.osworld.errors import TaskLoadError
+from computer_env.osworld.needs_check import DesktopNeedsChecker, OnlineProbe
+from computer_env.osworld.plan import evaluation_support, make_plan
+from computer_env.osworld.tasks import load_builtin_tasks, load_tasks
+
 
 def add_plan_parser(sub: Any) -> None:
     """Register ``plan`` on the subcommand parsers of ``python -m computer_env.osworld``."""
@@ -40,9 +49,6 @@ def add_plan_parser(sub: Any) -> None:
 def load_args_tasks(args: argparse.Namespace) -> list[Any] | None:
     """The tasks ``--osworld-root``, ``--task-list`` and ``--domain`` name (built-in ones without a
     root); None, the error printed, when they do not load."""
-    from computer_env.osworld.errors import TaskLoadError
-    from computer_env.osworld.tasks import load_builtin_tasks, load_tasks
-
     try:
         return (load_tasks(args.osworld_root, args.task_list, args.domain) if args.osworld_root
                 else load_builtin_tasks(args.task_list, args.domain))
@@ -53,10 +59,6 @@ def load_args_tasks(args: argparse.Namespace) -> list[Any] | None:
 
 def run_plan(args: argparse.Namespace) -> int:
     """Load the tasks, ask a desktop what it has, print the table (and the JSON line)."""
-    from computer_env.errors import ConfigurationError, InfraError
-    from computer_env.osworld.needs_check import DesktopNeedsChecker, OnlineProbe
-    from computer_env.osworld.plan import evaluation_support, make_plan
-
     tasks = load_args_tasks(args)
     if tasks is None:
         return 2
@@ -81,15 +83,10 @@ def run_plan(args: argparse.Namespace) -> int:
 def _desktop(args: argparse.Namespace) -> Iterator[tuple[Any, str, bool]]:
     """(client, key, embedded) for ``--vm-url``, or for a local desktop started (and closed)
     here; ``embedded``: one of this project's desktops (they want a token)."""
-    from computer_env.desktop.client import DesktopClient
-    from computer_env.desktop.providers.remote import split_url_token
-
     provider: Any = None
     if args.vm_url:
         url, token = split_url_token(args.vm_url)
     else:
-        from computer_env.desktop.providers.local import LocalSandboxProvider
-
         provider = LocalSandboxProvider(unsandboxed=args.unsandboxed)
     try:
         if provider is not None:

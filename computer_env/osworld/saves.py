@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from computer_env.errors import EvaluatorInfraError
+from computer_env.osworld.context import substitute
 from computer_env.osworld.ready import last_json
 from computer_env.osworld.tasks import Task
 
@@ -85,8 +86,6 @@ class SaveReport:
 def evaluated_files(task: Task, vars: dict[str, str] | None = None) -> list[str]:
     """Guest paths the evaluator reads (``vm_file``/``content_from_vm_file`` results), in
     order, without placeholders left unresolved."""
-    from computer_env.osworld.context import substitute
-
     specs = task.evaluator.result
     items = specs if isinstance(specs, list) else [specs]
     paths: list[str] = []

@@ -29,7 +29,7 @@ from computer_env.osworld.errors import SetupUnsupported, Unsupported
 from computer_env.osworld.setup_steps import apply_proxy, confine_step, is_host_local_url
 from computer_env.osworld.setup_verdict import step_deadline, step_problem, with_deadline
 from computer_env.osworld.tasks import SetupStep
-from computer_env.osworld.upstream import upstream_setup_module
+from computer_env.osworld.upstream import absent_dependencies, missing_reason, upstream_setup_module
 
 logger = logging.getLogger(__name__)
 
@@ -91,8 +91,6 @@ def _alive(ctx: TaskContext) -> bool:
 def check_steps(steps: Sequence[SetupStep]) -> None:
     """Raise ``SetupUnsupported`` for the first step OSWorld's ``SetupController`` cannot run
     here (no such step, not implemented, or needing a module not installed here)."""
-    from computer_env.osworld.upstream import absent_dependencies, missing_reason
-
     cls = upstream_setup_module().SetupController
     for step in steps:
         if step.type in UNSUPPORTED_STEPS:

@@ -24,6 +24,7 @@ from computer_env.errors import EvaluatorInfraError
 from computer_env.osworld.confine import asset_hosts, check_download_url, confined
 from computer_env.osworld.context import TaskContext
 from computer_env.osworld.download import cached_fetch
+from computer_env.osworld.setup import upstream_setup_controller
 from computer_env.osworld.tasks import Task
 from computer_env.osworld.upstream import upstream_python_controller
 
@@ -143,8 +144,6 @@ class EvalEnv:
     @functools.cached_property
     def setup_controller(self) -> Any:
         """OSWorld's ``SetupController`` for this desktop (some getters call it)."""
-        from computer_env.osworld.setup import upstream_setup_controller
-
         return upstream_setup_controller(self.ctx)
 
     @property

@@ -24,6 +24,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from computer_env.osworld.builtin import SolutionFormatError, _check_step
+
 EXAMPLES_DIR = Path(__file__).resolve().parent / "examples"
 
 _WRITE_FILE = ("import base64, os, sys; p = os.path.expanduser(sys.argv[1]); "
@@ -97,8 +99,6 @@ class SyntheticTask(BaseModel):
 
 
 def _check_solution(path: Path, steps: list[dict[str, Any]]) -> None:
-    from computer_env.osworld.builtin import SolutionFormatError, _check_step
-
     try:
         for i, step in enumerate(steps):
             _check_step(step, f"field reference_solution[{i}]")

@@ -31,7 +31,7 @@ from typing import Any
 
 from holo_agent.conversation import EVICTED, OBS_CLOSE, OBS_OPEN, REASK_TOOL, TASK_CLOSE, TASK_OPEN
 from holo_agent.prompt import extract_output_format
-from holo_agent.tools import StepParseError, parse_step
+from holo_agent.tools import StepParseError, parse_step, step_json_schema
 
 _TOOL_OUTPUT = re.compile(r'^<tool_output tool="([A-Za-z0-9_]+)">\n(.*)\n</tool_output>$', re.S)
 IMAGE_TYPES = ("image_url", "image", "input_image")
@@ -213,7 +213,5 @@ def check_request(body: dict[str, Any], image_budget: int = 3) -> Violation | No
                          "the schema in <output_format> differs from structured_outputs.json")
     if any(m.get("role") == "system" for m in messages[1:]):
         return Violation("roles", "more than one system message")
-    from holo_agent.tools import step_json_schema
-
     code_actions = schema == step_json_schema(code_actions=True)  # the hybrid protocol's schema
     return _check_messages(messages, image_budget, code_actions)
