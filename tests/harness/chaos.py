@@ -50,11 +50,22 @@ def _kill_server(ctx: Any) -> None:
                  interval=0.05)
 
 
+def _draws(probe: DesktopClient) -> bool:
+    try:
+        probe.screenshot(fmt="jpeg", quality=20)
+        return True
+    except Exception:  # noqa: BLE001 - any failure to draw is what is awaited
+        return False
+
+
 def _kill_x(ctx: Any) -> None:
+    """SIGKILL the X server from inside the desktop and return once screenshots fail."""
     try:
         ctx.client.launch(["sh", "-c", "pkill -9 -x Xvfb"])
     except Exception:
         pass
+    with DesktopClient.from_handle(ctx.handle, retries=0, timeout=5.0) as probe:
+        wait_for(lambda: not _draws(probe), "the desktop to stop drawing", 30, interval=0.05)
 
 
 def pytest_configure(config: pytest.Config) -> None:
