@@ -24,8 +24,13 @@ from computer_env.osworld.explain import explain_files
 from fixtures.progress import Estimator, Tally, case_key_of, format_eta, result_line
 from fixtures.report_html import summary_html
 from fixtures.results import TaskResult, task_dir, write_result
-from fixtures.runstate import (RunState, format_run_state, is_secret_option, not_run_ids,
-                               resume_command)
+from fixtures.runstate import (
+    RunState,
+    format_run_state,
+    is_secret_option,
+    not_run_ids,
+    resume_command,
+)
 from fixtures.summary import Summary, summarize
 from fixtures.summary_text import format_summary, summary_csv
 
@@ -287,7 +292,7 @@ def test_reference_cli_serves_builtin_solutions_and_logs_verdicts(tmp_path: Path
 
 def test_share_modes_fixes_files_other_tools_wrote(tmp_path: Path) -> None:
     """The HTML report and its assets are written by pytest-html with the process umask."""
-    from fixtures.atomic import share_modes
+    from computer_env.atomic import share_modes
 
     (tmp_path / "assets").mkdir(mode=0o700)
     for path in (tmp_path / "report.html", tmp_path / "assets" / "style.css"):

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
+from computer_env.atomic import atomic_write_json
 from computer_env.procs import set_pdeathsig
-from fixtures.atomic import atomic_write_json
 from fixtures.redact import REDACTED, redact, register_secret
 from fixtures.results import (
     NetCheck,
@@ -144,7 +144,7 @@ def test_temp_files_are_never_read(tmp_path: Path) -> None:
 
 WRITER = r"""
 import sys
-from fixtures.atomic import atomic_write_json
+from computer_env.atomic import atomic_write_json
 path = sys.argv[1]
 payloads = [{"n": i, "blob": str(i) * 400_000} for i in range(2)]
 print("ready", flush=True)
@@ -193,10 +193,10 @@ def test_atomic_write_json_replaces(tmp_path: Path) -> None:
 def test_one_atomic_writer_for_agent_and_harness(tmp_path: Path) -> None:
     """The recorder's and the result files' writes are the same code (computer_env.atomic)."""
     import computer_env.atomic as atomic
-    import fixtures.atomic
+    import fixtures.results
     import holo_agent.recorder
 
-    assert fixtures.atomic.atomic_write_json is atomic.atomic_write_json
+    assert fixtures.results.atomic_write_json is atomic.atomic_write_json
     assert holo_agent.recorder.atomic_write is atomic.atomic_write
     text = atomic.atomic_write(tmp_path / "new" / "a.txt", "é")
     raw = atomic.atomic_write(tmp_path / "b.bin", b"\x00\xff")
