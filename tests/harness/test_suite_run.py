@@ -236,13 +236,14 @@ def test_interrupting_a_parallel_run_leaves_no_desktop(tmp_path: Path) -> None:
                         "-n", "4", env={"HOLO_TEST_TAG": tag}, log=tmp_path / "child.log")
     seen: dict[tuple[int, int], str] = {}
 
-    def note() -> None:
+    def note() -> dict[tuple[int, int], str]:
         # an exiting process (a zombie) reads an empty command line: keep what it was
-        seen.update({k: v for k, v in run_tree(tag).items() if v.strip() or k not in seen})
+        tree = run_tree(tag)
+        seen.update({k: v for k, v in tree.items() if v.strip() or k not in seen})
+        return tree
 
-    def sandboxes_up() -> bool:
-        note()
-        return sum(cmd.startswith("Xvfb") for cmd in run_tree(tag).values()) >= 2
+    def sandboxes_up() -> bool:  # judged on the scan that was noted (one scan, not two)
+        return sum(cmd.startswith("Xvfb") for cmd in note().values()) >= 2
 
     try:
         wait_for(sandboxes_up, "two sandboxed desktops (their X servers) to start", 240,
