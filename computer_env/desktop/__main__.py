@@ -56,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
                 "osworld_ports": handle.osworld_ports}
         print(json.dumps(line), flush=True)
         while not stop.wait(1.0):
-            if not provider.is_alive():
+            if not provider.is_alive() and not stop.is_set():
                 logging.getLogger(__name__).error("the desktop died")
                 return 1
         return 0

@@ -132,12 +132,15 @@ class LocalSandboxProvider(DesktopProvider):
             return self._handle
 
     def is_alive(self) -> bool:
+        """The session runs and its server answers within 10 s: a dead session is seen at
+        once; a server slowed by a loaded host is not called dead (2 s was too short under CI
+        load, where a busy desktop was reported dead)."""
         session, handle = self._res.session, self._handle
         if session is None or handle is None or not session.alive():
             return False
         host, port = self._server_addr()
         try:
-            wait_ready(host, port, self._token, session.proc, timeout=2.0,
+            wait_ready(host, port, self._token, session.proc, timeout=10.0,
                        log_file=session.log_file)
         except VMStartError:
             return False
