@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from fixtures.game_table import game_tables, pacing_label
+from fixtures.report_html import summary_html
 from fixtures.results import TaskResult
 from fixtures.summary import summarize
 from fixtures.summary_text import format_summary, summary_csv
@@ -56,6 +57,15 @@ def test_table_per_budget_with_raw_and_normalised() -> None:
         ("freeway/E", "turn, 4096 tokens a turn"), ("snake/H", "turn, 8192 tokens a turn"),
         ("all/E", "turn, 4096 tokens a turn")}
     assert next(r for r in rows if r["name"] == "freeway/E")["mean_raw"] == "40.0"
+    page = summary_html(summary)
+    assert "RealtimeGym per load — pacing: turn, 4096 tokens a turn" in page
+    assert "<tr><td>freeway</td><td>46.0% (raw 40 / 88) n=2</td><td>—</td><td>—</td></tr>" in page
+
+
+def test_game_table_html_escapes_game_names() -> None:
+    summary = summarize([_result("<b>x</b>", "E", 0, 1, 2)], reference_policy=False)
+    page = summary_html(summary)
+    assert "<td>&lt;b&gt;x&lt;/b&gt;</td>" in page and "<b>x</b>" not in page
 
 
 def test_pacing_labels() -> None:
