@@ -54,6 +54,12 @@ class EvaluatorInfraError(InfraError):
     category = "evaluator"
 
 
+class EvaluatorCrash(EvaluatorInfraError):
+    """A result getter or metric raised on the state the agent left (the desktop answered):
+    once the agent has acted, the harness scores this 0 (``evaluator_crash``), never unscored:
+    an agent must not dodge a failure by breaking what the evaluator reads."""
+
+
 class ModelEndpointError(InfraError):
     """The model endpoint is unreachable or keeps failing (5xx, 429, timeouts).
 

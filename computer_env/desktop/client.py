@@ -288,6 +288,13 @@ class DesktopClient:
         limit = max(EXECUTE_TIMEOUT, (timeout or 0) + 15)
         return dict(self._json("POST", "/run_python", json=payload, timeout=limit))
 
+    def verify(self, code: str, *, timeout: float) -> dict[str, Any]:
+        """This project's ``/verify`` answer (a synthesized task's verifier, run isolated from
+        what the agent left in the desktop: see ``computer_env.desktop.server.verify_zygote``);
+        None-safe callers check ``capabilities()['verify']`` first."""
+        payload = {"code": code, "timeout": timeout}
+        return dict(self._json("POST", "/verify", json=payload, timeout=timeout + 30))
+
     def run_bash_script(
         self, script: str, *, timeout: float = 100, working_dir: str | None = None
     ) -> dict[str, Any]:

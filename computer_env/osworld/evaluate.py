@@ -23,7 +23,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from computer_env.errors import EvaluatorInfraError, InfraError
+from computer_env.errors import EvaluatorCrash, EvaluatorInfraError, InfraError
 from computer_env.osworld.context import TaskContext, substitute
 from computer_env.osworld.errors import EvaluatorUnsupported, Unsupported
 from computer_env.osworld.setup import SetupReport, check_steps, run_setup
@@ -161,11 +161,16 @@ def _aligned(value: Any, n: int, listed: bool) -> list[Any]:
     return [value] * n
 
 
-def _env_failure(name: str, exc: BaseException) -> EvaluatorInfraError:
+def _env_failure(name: str, exc: BaseException, *, agent_side: bool = False
+                 ) -> EvaluatorInfraError:
+    """The error for a getter or metric that raised: the environment's (unreachable desktop,
+    Chrome, network) or a crash; a crash on what the agent left (the result getter, a metric)
+    is an :class:`EvaluatorCrash`, which the harness scores once the agent has acted."""
     kind = "environment" if isinstance(exc, (InfraError, ConnectionError, TimeoutError)) or \
         type(exc).__module__.startswith(("requests", "urllib3", "httpx", "playwright")) \
         else "crash"
-    return EvaluatorInfraError(f"{name} failed ({kind}): {type(exc).__name__}: {exc}")
+    cls = EvaluatorCrash if kind == "crash" and agent_side else EvaluatorInfraError
+    return cls(f"{name} failed ({kind}): {type(exc).__name__}: {exc}")
 
 
 def _get(resolved: _Resolved, env: EvalEnv, spec: dict[str, Any], role: str) -> Any:
@@ -185,7 +190,7 @@ def _get(resolved: _Resolved, env: EvalEnv, spec: dict[str, Any], role: str) -> 
     except (FileNotFoundError, Unsupported, EvaluatorInfraError):
         raise
     except Exception as exc:  # noqa: BLE001
-        raise _env_failure(name, exc) from exc
+        raise _env_failure(name, exc, agent_side=role == "result") from exc
     if value is None:
         env.controller.confirm_alive(f"run the {name}")
     return value
@@ -217,7 +222,7 @@ def _score_one(resolved: _Resolved, env: EvalEnv, idx: int, func: str, result_sp
     except (Unsupported, EvaluatorInfraError):
         raise
     except Exception as exc:  # noqa: BLE001
-        raise _env_failure(f"metric {func!r}", exc) from exc
+        raise _env_failure(f"metric {func!r}", exc, agent_side=True) from exc
     detail.score = float(value)
     return detail
 

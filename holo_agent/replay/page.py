@@ -112,6 +112,8 @@ def _badges(result: dict[str, Any], agent: dict[str, Any], episode: Trajectory |
                     f"outcome: {outcome}"))
     if result.get("score") is not None:
         out.append(("badge", f"score: {result['score']}"))
+    if result.get("failure_category"):
+        out.append(("badge bad", f"failure: {result['failure_category']}"))
     out += judge["badges"]  # the judge model's verdict beside the rule score
     if episode is not None and episode.end:
         out.append(("badge", f"episode: {episode.end}"))
@@ -145,6 +147,8 @@ def render_replay(task_dir: Path, *, self_contained: bool = False) -> Path:
         title=str(result.get("instruction") or agent.get("instruction") or "replay")[:80],
         instruction=instruction, badges=_badges(result, agent, episode, judge),
         infra_reason=result.get("infra_reason"), judge=judge, episode=episode,
+        tampered="\n".join(result.get("tampered") or []) or None,
+        failure=result.get("message") if result.get("failure_category") else None,
         evaluator=_evaluator_text(result),
         totals={k: round(v, 2) if isinstance(v, float) else v for k, v in totals.items()},
         evidence=evidence_view(task_dir, result, inline=self_contained), steps=steps,

@@ -22,6 +22,7 @@ def create_app(config: ServerConfig) -> Flask:
         routes_files,
         routes_input,
         routes_screen,
+        routes_verify,
         routes_windows,
     )
 
@@ -59,4 +60,5 @@ def create_app(config: ServerConfig) -> Flask:
         app.register_blueprint(module.bp)
     if config.extras:
         app.register_blueprint(routes_input.bp)
+        app.register_blueprint(routes_verify.bp)
     return app

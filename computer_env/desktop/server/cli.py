@@ -59,6 +59,10 @@ def main(argv: list[str] | None = None) -> int:
         print("no token: pass --token-file or set DESKTOP_SERVER_TOKEN", file=sys.stderr)
         return 2
     os.environ.pop("DESKTOP_SERVER_TOKEN", None)  # children must not see it
+    from computer_env.desktop.server.verify_zygote import VerifierRunner, make_non_dumpable
+
+    if not make_non_dumpable():  # the desktop's processes cannot reach into this one
+        logger.warning("could not make the server non-dumpable")
 
     from werkzeug.serving import make_server
 
@@ -79,6 +83,8 @@ def main(argv: list[str] | None = None) -> int:
     app = create_app(config)
     state = app.extensions["desktop_server"]
     state.procs.become_subreaper()
+    if config.extras:  # now, before any agent acts (see verify_zygote)
+        state.verifier = VerifierRunner(config.home)
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
     server = make_server(args.host, args.port, app, threaded=True)
     port = server.server_port

@@ -19,6 +19,7 @@ def capabilities() -> Response:
         {
             "fast_actions": True,
             "type_text": True,
+            "verify": state().verifier is not None,
             "formats": list(FORMATS),
             "version": VERSION,
         }

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from computer_env.desktop.server.actions import ActionInterpreter
     from computer_env.desktop.server.recording import Recorder
     from computer_env.desktop.server.screenshot import ScreenGrabber
+    from computer_env.desktop.server.verify_zygote import VerifierRunner
     from computer_env.desktop.server.windows import XQueries
 
 VERSION = "1.0"
@@ -41,6 +42,8 @@ class ServerState:
         self._recorder: Recorder | None = None
         self._xq: XQueries | None = None
         self.wallpaper: Path | None = None
+        self.verifier: VerifierRunner | None = None
+        """Started by the CLI when the server starts (before any agent acts), never later."""
 
     @property
     def screen(self) -> "ScreenGrabber":
@@ -83,6 +86,8 @@ class ServerState:
         """Stop the interpreter, the recording and every child process."""
         with self._lock:
             actions, recorder, screen, xq = self._actions, self._recorder, self._screen, self._xq
+        if self.verifier is not None:
+            self.verifier.close()
         if recorder is not None:
             recorder.abort()
         if actions is not None:
