@@ -9,6 +9,12 @@ the ``postconfig`` phase (part of evaluation, after the agent) OSWorld's lenient
 kept — the agent may have closed the window a postconfig step activates — and the problems are
 recorded in the report. How long a step may run and whether it went right is
 :mod:`.setup_verdict`.
+
+A config step that depends on what an earlier step started (``launch`` Chrome, then
+``activate_window`` "Google Chrome") gets the time OSWorld's VM gives it (:func:`.step_wait`):
+the step is repeated while the desktop says its window or file is not there yet, or its input
+waits until the launched app's window is mapped, up to ``START_GRACE_S``; only then is a
+missing window a setup failure.
 """
 
 from __future__ import annotations
@@ -26,8 +32,20 @@ from computer_env.errors import InfraError, SetupError, VMUnreachable
 from computer_env.osworld.context import TaskContext, substitute
 from computer_env.osworld.download import cache_path, cached_fetch, upstream_cache_name
 from computer_env.osworld.errors import SetupUnsupported, Unsupported
-from computer_env.osworld.setup_steps import apply_proxy, confine_step, is_host_local_url
-from computer_env.osworld.setup_verdict import step_deadline, step_problem, with_deadline
+from computer_env.osworld.setup_steps import (
+    StepWait,
+    apply_proxy,
+    confine_step,
+    is_host_local_url,
+    step_wait,
+    window_classes,
+)
+from computer_env.osworld.setup_verdict import (
+    step_deadline,
+    step_problem,
+    target_missing,
+    with_deadline,
+)
 from computer_env.osworld.tasks import SetupStep
 from computer_env.osworld.upstream import absent_dependencies, missing_reason, upstream_setup_module
 
@@ -135,19 +153,62 @@ def seed_downloads(ctx: TaskContext, step: SetupStep) -> None:
             shutil.copyfile(src, dest)
 
 
-def _run_step(controller: Any, ctx: TaskContext, step: SetupStep) -> str | None:
-    """Run one (checked: :func:`check_steps`) step; what went wrong, or None."""
+POLL_S = 0.5
+"""How often a waiting step asks the desktop again."""
+
+
+def wait_for_app_window(ctx: TaskContext, wait: StepWait) -> str | None:
+    """Poll the desktop's windows (``wmctrl -lx``, on OSWorld's VM too) until one of class
+    ``wait.classes`` is there; what was missing after ``wait.seconds``, or None."""
+    deadline = time.monotonic() + wait.seconds
+    while True:
+        res = ctx.client.execute(["wmctrl", "-lx"], timeout=15)
+        if any(want in cls for cls in window_classes(res.output or "") for want in wait.classes):
+            return None
+        if time.monotonic() >= deadline:
+            return (f"no window of class {list(wait.classes)} appeared within "
+                    f"{wait.seconds:g} s ({wait.reason})")
+        time.sleep(POLL_S)
+
+
+def _run_step(controller: Any, ctx: TaskContext, step: SetupStep,
+              wait: StepWait | None = None) -> str | None:
+    """Run one (checked: :func:`check_steps`) step, waiting as ``wait`` says; what went wrong,
+    or None."""
     if step.type == "download":
         seed_downloads(ctx, step)
+    if wait is not None and wait.kind == "app" and (problem := wait_for_app_window(ctx, wait)):
+        return problem
     gateway = ctx.gateway
-    mark = gateway.journal.mark()
+    start = time.monotonic()
+    deadline = start + wait.seconds if wait is not None and wait.kind == "retry" else None
     # OSWorld's SetupController.setup(config) polls GET /terminal, then calls
     # `_<type>_setup(**parameters)` for each step; the step is called the same way here, one at
     # a time, so that what the desktop answered can be checked per step (liveness is checked
     # by the harness, and /terminal costs an accessibility query on this desktop).
     method = getattr(controller, f"_{step.type}_setup")
-    with_deadline(lambda: method(**step.parameters), step_deadline(step), gateway, step.type)
-    return step_problem(step, gateway.journal.since(mark))
+    while True:
+        mark = gateway.journal.mark()
+        try:
+            with_deadline(lambda: method(**step.parameters), step_deadline(step), gateway,
+                          step.type)
+        except Exception:
+            if not _again(step, gateway.journal.since(mark), deadline):
+                raise
+        else:
+            exchanges = gateway.journal.since(mark)
+            problem = step_problem(step, exchanges)
+            if problem is None or not _again(step, exchanges, deadline):
+                if problem is not None and deadline is not None:
+                    problem += f" (waited {time.monotonic() - start:.0f} s for it)"
+                return problem
+        logger.debug("%s: not there yet, asking again", step.type)
+        time.sleep(POLL_S)
+
+
+def _again(step: SetupStep, exchanges: list[Any], deadline: float | None) -> bool:
+    return (deadline is not None and time.monotonic() < deadline
+            and target_missing(step, exchanges))
 
 
 def run_setup(
@@ -186,7 +247,8 @@ def run_setup(
         logger.info("%s step %d/%d: %s", phase, index + 1, len(parsed), step.type)
         try:
             confine_step(ctx, step)
-            problem = _run_step(controller, ctx, step)
+            wait = step_wait(parsed, index) if phase == "config" else None
+            problem = _run_step(controller, ctx, step, wait)
         except (Unsupported, VMUnreachable, SetupError):
             raise
         except Exception as exc:  # noqa: BLE001 - every failure is mapped to an infra error

@@ -58,6 +58,17 @@ def step_problem(step: SetupStep, exchanges: list[Exchange]) -> str | None:
     return None
 
 
+def target_missing(step: SetupStep, exchanges: list[Exchange]) -> bool:
+    """Did the desktop answer that the step's window (``activate_window``, ``close_window``) or
+    file (``open``) is not there (yet)?"""
+    route = "/setup/open_file" if step.type == "open" else _ROUTES.get(step.type)
+    mine = [ex for ex in exchanges if ex.path == route]
+    if not mine:
+        return False
+    last = mine[-1]
+    return last.status == 404 or (last.response or {}).get("status") == "not_found"
+
+
 def step_deadline(step: SetupStep) -> float:
     """How long one step may take: OSWorld's ``open`` waits up to 1800 s for its window; an
     ``execute`` with ``until`` is repeated by OSWorld's controller without end while the command
@@ -100,4 +111,5 @@ def with_deadline(call: Any, seconds: float, gateway: Any, what: str) -> Any:
     return box.get("value")
 
 
-__all__ = ["STEP_TIMEOUT_S", "UNTIL_TIMEOUT_S", "step_deadline", "step_problem", "with_deadline"]
+__all__ = ["STEP_TIMEOUT_S", "UNTIL_TIMEOUT_S", "step_deadline", "step_problem", "target_missing",
+           "with_deadline"]
