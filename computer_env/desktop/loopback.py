@@ -1,46 +1,24 @@
 """Loopback-only servers of the OSWorld gateway: the check that a connection comes from a
-socket this host user owns, and a raw TCP forwarder (Chrome DevTools, VLC)."""
+socket this host user owns (:func:`allowed`, from :mod:`computer_env.peers`), and a raw TCP
+forwarder (Chrome DevTools, VLC)."""
 
 from __future__ import annotations
 
 import logging
-import os
 import socket
 import socketserver
 import threading
 from typing import Any
 
+from computer_env.peers import peer_uid, same_user
+
 log = logging.getLogger(__name__)
 
 
-def _hex_addr(host: str, port: int) -> str:
-    packed = socket.inet_aton(host)
-    return f"{int.from_bytes(packed, 'little'):08X}:{port:04X}"
-
-
-def peer_uid(peer: tuple[str, int], local: tuple[str, int]) -> int | None:
-    """The uid owning the connecting socket of a loopback connection (``/proc/net/tcp``)."""
-    want_local, want_remote = _hex_addr(*peer[:2]), _hex_addr(*local[:2])
-    try:
-        with open("/proc/net/tcp", encoding="ascii") as fh:
-            next(fh)
-            for line in fh:
-                parts = line.split()
-                if parts[1] == want_local and parts[2] == want_remote:
-                    return int(parts[7])
-    except (OSError, StopIteration, ValueError, IndexError):
-        return None
-    return None
-
-
 def allowed(sock: socket.socket, peer: tuple[str, int]) -> bool:
-    """True when the connecting socket belongs to this process's user (a refusal is logged)."""
-    uid = peer_uid(peer, sock.getsockname())
-    if uid != os.geteuid():
-        log.warning("gateway: refused a connection from %s:%s (socket owner uid %s)",
-                    peer[0], peer[1], uid)
-        return False
-    return True
+    """True when the connecting socket belongs to this process's user (a refusal is logged);
+    the rule lives in :mod:`computer_env.peers`."""
+    return same_user(sock, peer, what="gateway")
 
 
 class TCPForward(socketserver.ThreadingTCPServer):
@@ -87,3 +65,6 @@ class _Pipe(socketserver.BaseRequestHandler):
         pump(self.request, upstream)
         back.join(timeout=5)
         upstream.close()
+
+
+__all__ = ["TCPForward", "allowed", "peer_uid"]

@@ -40,6 +40,8 @@ def main(argv: list[str] | None = None) -> int:
 
     def progress(i: int, n: int, url: str, status: str) -> None:
         print(f"[{i}/{n}] {status:8.60s} {url}", flush=True)
+        if status.startswith(("failed", "refused")):
+            print(f"error: {status}", file=sys.stderr, flush=True)
 
     result = prefetch(tasks, args.cache / "downloads", progress=progress)
     print(f"{len(tasks)} tasks, {result.total} files: {result.fetched} fetched, "

@@ -3,7 +3,9 @@
 Setup ``download`` steps fetch ``{ASSET_URL}/<file>`` from the host, and browsers inside the
 desktop open ``{GUEST_ASSET_URL}/<page>``; both point at one :class:`AssetServer`. Files the
 evaluator compares against (gold files) are served only over this host's loopback, never to a
-desktop: an agent must not be able to read the expected answer.
+desktop: an agent must not be able to read the expected answer. A connection over the loopback
+is accepted only from a socket this host user owns (:func:`computer_env.peers.same_user`):
+another user of the host gets no answer, gold file or not.
 
     python -m computer_env.osworld.assets --port 8765
 """
@@ -11,7 +13,6 @@ desktop: an agent must not be able to read the expected answer.
 from __future__ import annotations
 
 import argparse
-import ipaddress
 import json
 import logging
 import mimetypes
@@ -24,9 +25,11 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from computer_env.osworld.builtin import BUILTIN_ROOT
+from computer_env.peers import is_loopback, same_user
 
 logger = logging.getLogger(__name__)
 
@@ -115,13 +118,6 @@ def private_assets(root: Path = BUILTIN_ROOT) -> frozenset[str]:
     return frozenset(found["evaluator"] - found["config"])
 
 
-def _loopback(address: str) -> bool:
-    try:
-        return ipaddress.ip_address(address.split("%")[0]).is_loopback
-    except ValueError:
-        return False
-
-
 class _Handler(BaseHTTPRequestHandler):
     server: "_Server"
     server_version = "AssetServer/1.0"
@@ -144,8 +140,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _host_side(self) -> bool:
         """The request came over this host's loopback (the harness), not from a desktop."""
-        return _loopback(str(self.client_address[0])) and \
-            _loopback(str(self.connection.getsockname()[0]))
+        return is_loopback(str(self.client_address[0])) and \
+            is_loopback(str(self.connection.getsockname()[0]))
 
     def _serve(self, *, body: bool) -> None:
         owner = self.server.owner
@@ -181,6 +177,13 @@ class _Server(ThreadingHTTPServer):
     def __init__(self, address: tuple[str, int], owner: "AssetServer") -> None:
         self.owner = owner
         super().__init__(address, _Handler)
+
+    def verify_request(self, request: Any, client_address: Any) -> bool:
+        """Over this host's loopback only this host user's sockets (the harness) are answered;
+        a desktop's connection arrives on another interface."""
+        if is_loopback(str(client_address[0])):
+            return same_user(request, client_address, what="asset server")
+        return True
 
 
 class AssetServer:

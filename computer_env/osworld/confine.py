@@ -22,6 +22,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from computer_env.osworld.addresses import ip_literal, refusal
+
 PLACEHOLDER_PREFIXES: tuple[str, ...] = ("{ASSET_URL}", "{GUEST_ASSET_URL}")
 """URLs of the harness' own asset server, substituted at run time (always allowed)."""
 
@@ -63,7 +65,8 @@ def _blocked_ip(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
     if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
         ip = ip.ipv4_mapped
     return (ip.is_loopback or ip.is_private or ip.is_link_local or ip.is_multicast
-            or ip.is_reserved or ip.is_unspecified or not ip.is_global)
+            or ip.is_reserved or ip.is_unspecified or not ip.is_global
+            or refusal(ip) is not None)
 
 
 def _host_port(url: str) -> tuple[str, int | None]:
@@ -98,10 +101,7 @@ def check_download_url(url: str, *, allow_hosts: Collection[str] = (),
         raise ConfinementError(f"{text!r}: credentials in a download URL are not allowed")
     if host == "localhost" or host.endswith((".localhost", ".local", ".internal")):
         raise ConfinementError(f"{text!r}: a host-local address")
-    try:
-        literal = ipaddress.ip_address(host.strip("[]"))
-    except ValueError:
-        literal = None
+    literal = ip_literal(host)  # also 127.1, 2130706433, 0x7f.1 (read as the C resolver does)
     if literal is not None:
         if _blocked_ip(literal):
             raise ConfinementError(f"{text!r}: a host-local or private address")

@@ -8,6 +8,10 @@ run there needs no internet for those files. Before OSWorld's ``SetupController`
 ``cloud_file`` getter looks for a file in its per-task folder, the harness links it there from
 this cache (:func:`computer_env.osworld.setup.seed_downloads`,
 :func:`computer_env.osworld.shim.seed_cloud_files`).
+
+Every download goes through :func:`.guarded_http.guarded_client`: a URL (or a redirect hop)
+that leads to this host or a private network, in whatever spelling, is refused
+(:class:`~.guarded_http.RefusedAddress`, naming the URL) before any request is sent there.
 """
 
 from __future__ import annotations
@@ -16,13 +20,15 @@ import hashlib
 import logging
 import os
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 
 from computer_env.errors import NetworkError
+from computer_env.osworld.confine import ConfinementError
+from computer_env.osworld.guarded_http import RefusedAddress, check_literal, guarded_client
 from computer_env.osworld.tasks import Task, is_local_url
 from computer_env.retry import RetryPolicy
 
@@ -47,14 +53,21 @@ DOWNLOAD_RETRY = RetryPolicy(attempts=3, backoff=2.0, cap=10.0)
 
 
 def fetch(url: str, dest: Path, *, retry: RetryPolicy = DOWNLOAD_RETRY,
-          timeout: float = 300.0) -> Path:
-    """Download ``url`` to ``dest`` atomically (temp file + rename); raises ``NetworkError``."""
+          timeout: float = 300.0, allow_hosts: Collection[str] = ()) -> Path:
+    """Download ``url`` to ``dest`` atomically (temp file + rename); raises ``NetworkError``,
+    or ``RefusedAddress`` (not retried) for a URL or redirect that leads to this host or a
+    private network. ``allow_hosts``: ``host[:port]`` let through (the asset server)."""
+    try:
+        check_literal(url, allow_hosts)  # before httpx, which rejects some spellings (0177.0.0.1)
+    except RefusedAddress as exc:
+        raise RefusedAddress(f"{url!r}: refused: {exc}") from None
     dest.parent.mkdir(parents=True, exist_ok=True)
 
     def once() -> Path:
         tmp = dest.with_name(f"{dest.name}.part.{os.getpid()}.{uuid.uuid4().hex[:8]}")
         try:
-            with httpx.stream("GET", url, timeout=timeout, follow_redirects=True) as resp:
+            with guarded_client(allow_hosts=allow_hosts, timeout=timeout) as client, \
+                    client.stream("GET", url) as resp:
                 resp.raise_for_status()
                 with tmp.open("wb") as out:
                     for chunk in resp.iter_bytes(_CHUNK):
@@ -66,33 +79,47 @@ def fetch(url: str, dest: Path, *, retry: RetryPolicy = DOWNLOAD_RETRY,
 
     try:
         return retry.call(once, retry_on=(httpx.HTTPError, OSError), what=f"download {url}")
+    except RefusedAddress as exc:
+        raise RefusedAddress(f"{url!r}: refused: {exc}") from exc
+    except httpx.InvalidURL as exc:
+        raise ConfinementError(f"{url!r}: not a usable URL: {exc}") from exc
     except (httpx.HTTPError, OSError) as exc:
         raise NetworkError(
             f"download of {url} failed after {retry.attempts} attempts: {exc}") from exc
 
 
-def cached_fetch(cache_dir: Path, url: str, *, use_cache: bool = True) -> Path:
+def cached_fetch(cache_dir: Path, url: str, *, use_cache: bool = True,
+                 allow_hosts: Collection[str] = ()) -> Path:
     """The local file for ``url``, downloading it into the cache when missing."""
     path = cache_path(cache_dir, url)
     if use_cache and path.is_file():
         return path
-    return fetch(url, path)
+    return fetch(url, path, allow_hosts=allow_hosts)
 
 
-def download_urls(tasks: Iterable[Task]) -> list[str]:
-    """Every remote URL the tasks' ``download`` steps fetch (setup and postconfig), deduplicated."""
-    seen: dict[str, None] = {}
+def download_sources(tasks: Iterable[Task]) -> dict[str, list[str]]:
+    """Every remote URL the tasks fetch (``download`` steps of setup and postconfig, evaluator
+    ``cloud_file``s), each with the ids (``domain/id``) of the tasks that name it."""
+    seen: dict[str, list[str]] = {}
     for task in tasks:
+        urls: list[str] = []
         for step in task.all_steps():
             if step.type != "download":
                 continue
             for item in step.parameters.get("files", []):
                 url = str(item.get("url", "")) if isinstance(item, dict) else ""
                 if url and not is_local_url(url):
-                    seen.setdefault(url)
-        for url in cloud_file_urls(task):
-            seen.setdefault(url)
-    return list(seen)
+                    urls.append(url)
+        for url in [*urls, *cloud_file_urls(task)]:
+            names = seen.setdefault(url, [])
+            if task.case_id not in names:
+                names.append(task.case_id)
+    return seen
+
+
+def download_urls(tasks: Iterable[Task]) -> list[str]:
+    """Every remote URL the tasks fetch (see :func:`download_sources`), deduplicated."""
+    return list(download_sources(tasks))
 
 
 def cloud_file_urls(task: Task) -> list[str]:
@@ -118,6 +145,8 @@ class PrefetchResult:
     cached: int
     failed: dict[str, str]
     bytes: int
+    refused: tuple[str, ...] = ()
+    """URLs refused (this host or a private network); also in ``failed``, naming the tasks."""
 
 
 def prefetch(
@@ -127,10 +156,13 @@ def prefetch(
     progress: Callable[[int, int, str, str], None] | None = None,
 ) -> PrefetchResult:
     """Fill the download cache for ``tasks`` ahead of a run. ``progress(i, n, url, status)`` is
-    called for each URL (status: ``cached``, ``fetched`` or ``failed: ...``)."""
-    urls = download_urls(tasks)
+    called for each URL (status: ``cached``, ``fetched``, ``failed: ...`` or ``refused: task
+    <id>: ...``); a refused or failed URL does not stop the others."""
+    sources = download_sources(tasks)
+    urls = list(sources)
     fetched = cached = size = 0
     failed: dict[str, str] = {}
+    refused: list[str] = []
     for i, url in enumerate(urls, 1):
         path = cache_path(cache_dir, url)
         if path.is_file():
@@ -144,14 +176,20 @@ def prefetch(
             except NetworkError as exc:
                 failed[url] = str(exc)
                 status = f"failed: {exc}"
+            except RefusedAddress as exc:
+                names = ", ".join(sources[url])
+                failed[url] = f"task {names}: {exc}"
+                refused.append(url)
+                status = f"refused: {failed[url]}"
         if path.is_file():
             size += path.stat().st_size
         if progress:
             progress(i, len(urls), url, status)
-    return PrefetchResult(len(urls), fetched, cached, failed, size)
+    return PrefetchResult(len(urls), fetched, cached, failed, size, tuple(refused))
 
 
 __all__ = [
-    "PrefetchResult", "cache_path", "cached_fetch", "cloud_file_urls", "download_urls", "fetch",
+    "PrefetchResult", "cache_path", "cached_fetch", "cloud_file_urls", "download_sources",
+    "download_urls", "fetch",
     "prefetch", "upstream_cache_name",
 ]

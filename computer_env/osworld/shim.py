@@ -85,7 +85,7 @@ def seed_cloud_files(env: EvalEnv, spec: dict[str, Any]) -> None:
         local = confined(env.cache_dir, dest)
         if local.exists():
             continue
-        src = cached_fetch(ctx.download_cache_dir, url)
+        src = cached_fetch(ctx.download_cache_dir, url, allow_hosts=asset_hosts(ctx.vars))
         try:
             os.link(src, local)
         except OSError:

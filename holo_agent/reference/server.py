@@ -16,6 +16,8 @@ It is a harness check, not a model: ``/v1/models`` reports ``reference-policy`` 
    A task it has no solution for is answered HTTP 404 ``no_solution``, never a made-up DONE.
 
 ``POST /admin/faults`` with ``{"spec": "..."}`` sets faults from another process.
+A connection over this host's loopback is answered only when a socket of this host user made it
+(:func:`computer_env.same_user`): another user cannot read the scripted solutions or set faults.
 ``requests_seen`` keeps the last ``keep_requests`` chat request bodies (oldest first) and
 ``headers_seen`` their HTTP headers; ``request_count`` counts them all.
 """
@@ -31,6 +33,7 @@ from collections import deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
 
+from computer_env import is_loopback, same_user
 from holo_agent.reference.conformance import check_request, extract_instruction
 from holo_agent.reference.faults import FaultPlan, bad_content
 from holo_agent.reference.judge import JUDGE_MODEL, judge_completion
@@ -63,6 +66,17 @@ def _validate_solutions(solutions: dict[str, list[dict]]) -> None:
                 parse_step(json.dumps(step), code_actions=True)
             except StepParseError as exc:
                 raise ValueError(f"solution for {instruction[:60]!r} step {i}: {exc}") from None
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def verify_request(self, request: Any, client_address: Any) -> bool:
+        """Loopback connections: this host user's sockets only. Others reach the endpoint only
+        when it was bound to another address on purpose (``--host``)."""
+        if is_loopback(str(client_address[0])):
+            return same_user(request, client_address, what="reference endpoint")
+        return True
 
 
 class ReferenceEndpoint:
@@ -120,8 +134,7 @@ class ReferenceEndpoint:
         """Bind and serve in a background thread; return the base URL."""
         if self._server is None:
             handler = type("Handler", (_Handler,), {"endpoint": self})
-            self._server = ThreadingHTTPServer((self.host, self.port), handler)
-            self._server.daemon_threads = True
+            self._server = _Server((self.host, self.port), handler)
             self._thread = threading.Thread(target=self._server.serve_forever,
                                             name="reference-endpoint", daemon=True)
             self._thread.start()
