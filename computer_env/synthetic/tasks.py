@@ -10,7 +10,10 @@ Fields (EvoCUA's three, plus bookkeeping)::
      "task_id": "...", "synthesized_at": "2026-11-30T12:00:00Z", "domain": "os",
      "reference_solution": [Holo Steps]}   # optional: what the reference endpoint plays
 
-A bad file is a :class:`SyntheticTaskError` naming the file and the field.
+A bad file is a :class:`SyntheticTaskError` naming the file and the field, at load time: a
+setup step that would read a host file outside the task's folder or download from a host-local
+address is refused here by the rule the run refuses it with
+(:func:`computer_env.osworld.confine.check_task`).
 """
 
 from __future__ import annotations
@@ -22,9 +25,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (BaseModel, ConfigDict, Field, ValidationError, field_validator,
+                      model_validator)
+from pydantic_core import PydanticCustomError
 
 from computer_env.osworld.builtin import SolutionFormatError, _check_step
+from computer_env.osworld.confine import ConfinementError, check_task
 
 EXAMPLES_DIR = Path(__file__).resolve().parent / "examples"
 
@@ -48,6 +54,17 @@ class SetupStepSpec(BaseModel):
 
     type: str = Field(min_length=1)
     parameters: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _confined(self) -> SetupStepSpec:
+        """The run's own refusal (:func:`check_task`, as when the task is parsed for its run):
+        ``upload_file`` sources inside the task's folder, ``download`` URLs not host-local."""
+        try:
+            check_task({"config": [self.model_dump()]})
+        except ConfinementError as exc:
+            reason = str(exc).removeprefix("config[0].")
+            raise PydanticCustomError("confinement", "{reason}", {"reason": reason}) from None
+        return self
 
 
 class InitialState(BaseModel):

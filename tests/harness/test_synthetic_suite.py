@@ -33,6 +33,23 @@ def _write(folder: Path, name: str, data: dict) -> Path:
     ({"initial_state": {"files": {}, "apps": []}}, "initial_state.apps"),
     ({"initial_state": {"setup": [{"parameters": {}}]}}, "initial_state.setup.0.type"),
     ({"task_id": "a/b"}, "task_id"),
+    ({"initial_state": {"setup": [{"type": "launch", "parameters": {"command": ["xterm"]}}, {
+        "type": "download", "parameters": {"files": [
+            {"url": "http://127.0.0.1:8000/secret", "path": "~/s"}]}}]}},
+     "initial_state.setup.1: parameters.files[0].url: 'http://127.0.0.1:8000/secret': a "
+     "host-local"),
+    ({"initial_state": {"setup": [{"type": "download", "parameters": {"files": [
+        {"url": "http://localhost/x", "path": "~/x"}]}}]}}, "initial_state.setup.0: "
+     "parameters.files[0].url"),
+    ({"initial_state": {"setup": [{"type": "download", "parameters": {"files": [
+        {"url": "file:///etc/passwd", "path": "~/x"}]}}]}}, "initial_state.setup.0: "
+     "parameters.files[0].url: 'file:///etc/passwd': only http(s)"),
+    ({"initial_state": {"setup": [{"type": "upload_file", "parameters": {"files": [
+        {"local_path": "/etc/passwd", "path": "~/p"}]}}]}}, "initial_state.setup.0: "
+     "parameters.files[0].local_path: '/etc/passwd': an absolute path"),
+    ({"initial_state": {"setup": [{"type": "upload_file", "parameters": {"files": [
+        {"local_path": "../../root/.ssh/id_rsa", "path": "~/k"}]}}]}}, "initial_state.setup.0: "
+     "parameters.files[0].local_path"),
     ({"reference_solution": [{"note": None, "thought": "t", "tool_call": {
         "tool_name": "teleport"}}]}, "reference_solution[0]"),
 ])
@@ -60,6 +77,29 @@ def test_malformed_file_is_a_collection_error(tmp_path: Path) -> None:
                     "--collect-only", target="tests/synthetic")
     assert run.rc != 0
     assert "broken.json" in run.output and "field verifier_code" in run.output
+
+
+def test_setup_reaching_the_host_is_a_collection_error(tmp_path: Path) -> None:
+    """Refused when the file is loaded, by the run's own rule (before: FAILED at run time);
+    a public download, an asset-server placeholder and a file of the task's folder still load."""
+    allowed = load_synthetic_file(_write(tmp_path / "tasks", "fine", {**GOOD, "initial_state": {
+        "setup": [{"type": "download", "parameters": {"files": [
+            {"url": "https://example.com/a.xlsx", "path": "~/a.xlsx"},
+            {"url": "{ASSET_URL}/b.txt", "path": "~/b.txt"}]}},
+            {"type": "upload_file", "parameters": {"files": [
+                {"local_path": "data/c.txt", "path": "~/c.txt"}]}}]}}))
+    assert [s["type"] for s in allowed.initial_state.setup_steps()] == ["download",
+                                                                        "upload_file"]
+    _write(tmp_path / "tasks", "reach", {**GOOD, "initial_state": {"setup": [
+        {"type": "upload_file", "parameters": {"files": [
+            {"local_path": "/etc/shadow", "path": "~/s"}]}}]}})
+    run = run_suite(tmp_path / "results", "c", "--synthetic-dir", str(tmp_path / "tasks"),
+                    "--collect-only", target="tests/synthetic")
+    assert run.rc != 0
+    assert "reach.json" in run.output
+    assert "field initial_state.setup.0: parameters.files[0].local_path: '/etc/shadow'" \
+        in run.output
+    assert "Traceback" not in run.output
 
 
 LEAK = {"task_instruction": "Create ~/leak.txt.", "initial_state": {"files": {"~/leak.txt": "x"}},
