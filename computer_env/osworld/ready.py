@@ -7,7 +7,14 @@ loads a document, and a key press sent then is lost). :func:`wait_until_ready` w
    focus, and its event loop answers a ``_NET_WM_PING`` (it has handled every earlier event);
 2. for LibreOffice, its accessibility tree shows toolbars and the focus inside the document
    (Calc's sheet with its cell cursor, Writer's paragraph): ``ready_probe.py``, run in the desktop;
-3. the screen has been quiet for a second (drawn).
+3. for Chrome, every visible page has loaded (``document.readyState`` complete), drawn a frame
+   and, when it has visible content, painted it (first contentful paint), asked through Chrome's
+   DevTools protocol from inside the desktop (``ready_probe.py``); a page that keeps loading
+   sub-resources is accepted once its content is on screen for ``loading_grace_s``;
+4. the screen shows it: the window is not one flat colour (a window that is up but not drawn
+   yet), and a page's viewport shows its content (not blank) or, without content, its
+   background colour;
+5. the screen has been quiet for a second (drawn).
 
 Everything is asked through the OSWorld server API (``/execute`` and pyautogui code), so the same
 check runs on the local desktop and on an OSWorld VM. When the app never gets there, the case is
@@ -16,21 +23,25 @@ an infrastructure failure (:class:`AppNotReady`, rerun then unscored), never a 0
 
 from __future__ import annotations
 
-import json
 import logging
 import posixpath
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from computer_env.errors import SetupError
-from computer_env.osworld.settle import wait_until_settled
+from computer_env.osworld.ready_page import (
+    PROBE_SOURCE,
+    cdp_ports,
+    last_json,
+    page_problem,
+    page_screen_problem,
+    page_state,
+)
+from computer_env.osworld.settle import is_blank, screen_image, wait_until_settled
 from computer_env.osworld.tasks import SetupStep, Task
 
 logger = logging.getLogger(__name__)
-
-_PROBE_SOURCE = (Path(__file__).with_name("ready_probe.py")).read_text(encoding="utf-8")
 
 _APPS: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
     # (kind, program names, WM_CLASS substrings)
@@ -40,7 +51,11 @@ _APPS: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
      ("chromium", "google-chrome", "chrome")),
     ("terminal", ("xterm", "gnome-terminal", "x-terminal-emulator"),
      ("xterm", "gnome-terminal")),
-    ("editor", ("mousepad", "gedit", "gnome-text-editor", "code"), ("mousepad", "gedit", "code")),
+    ("editor", ("mousepad", "gedit", "gnome-text-editor", "code"),
+     ("mousepad", "gedit", "gnome-text-editor", "code")),
+    ("media", ("vlc", "cvlc"), ("vlc",)),
+    ("image", ("gimp", "gimp-2.10"), ("gimp",)),
+    ("mail", ("thunderbird",), ("thunderbird", "mail")),
 )
 _OFFICE_SUFFIXES = frozenset({".xlsx", ".xls", ".ods", ".csv", ".docx", ".doc", ".odt", ".rtf",
                               ".pptx", ".ppt", ".odp"})
@@ -60,6 +75,8 @@ class AppExpectation:
     kind: str
     classes: tuple[str, ...] = ()
     title: str = ""
+    cdp_ports: tuple[int, ...] = ()
+    """A browser's DevTools ports the setup opened (none: probe 9222, and go on without it)."""
 
 
 @dataclass
@@ -108,6 +125,8 @@ def expected_app(task: Task) -> AppExpectation | None:
             found = _by_program(_program(step)) or found
         elif step.type in ("chrome_open_tabs",):
             found = AppExpectation("browser", _APPS[1][2])
+    if found is not None and found.kind == "browser":
+        found = AppExpectation(found.kind, found.classes, found.title, cdp_ports(task))
     return found
 
 
@@ -127,6 +146,9 @@ try:
         _n = _w.get_full_property(_d.intern_atom("_NET_WM_NAME"), _d.intern_atom("UTF8_STRING"))
         _o["title"] = _n.value.decode("utf-8", "replace") if _n is not None else str(_w.get_wm_name() or "")
         _o["viewable"] = _w.get_attributes().map_state == _X.IsViewable
+        _g, _at = _w.get_geometry(), _r.translate_coords(_w, 0, 0)
+        _o["geometry"] = [_at.x, _at.y, _g.width, _g.height]
+        _q = _r.query_pointer(); _o["pointer"] = [_q.root_x, _q.root_y]
         _f = _d.get_input_focus().focus; _f = _f.id if hasattr(_f, "id") else 0; _c = 0
         while _f and _f != _w_id and _f != _r.id and _c < 64:
             _f = _d.create_resource_object("window", _f).query_tree().parent.id; _c += 1
@@ -153,18 +175,6 @@ print(_j.dumps(_o))
 '''
 
 
-def last_json(text: str | None) -> dict[str, Any] | None:
-    """The last line of a probe's output that is a JSON object (None when there is none)."""
-    for line in reversed((text or "").strip().splitlines()):
-        try:
-            value = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(value, dict):
-            return value
-    return None
-
-
 def x_window_state(client: Any, *, ping_s: float = 2.0) -> dict[str, Any]:
     """The active window (id, class, title, viewable, focused, pong) as the desktop sees it."""
     res = client.run_pyautogui(_X_PROBE % {"ping_s": repr(float(ping_s))})
@@ -177,12 +187,26 @@ def x_window_state(client: Any, *, ping_s: float = 2.0) -> dict[str, Any]:
 
 def office_state(client: Any, title: str) -> dict[str, Any]:
     """LibreOffice's frame as its accessibility tree shows it (see ``ready_probe.py``)."""
-    res = client.execute(["/usr/bin/python3", "-c", _PROBE_SOURCE, title], timeout=60)
+    res = client.execute(["/usr/bin/python3", "-c", PROBE_SOURCE, "office", title], timeout=60)
     state = last_json(getattr(res, "output", ""))
     if state is None:
         err = (getattr(res, "error", "") or "").strip().splitlines()
         return {"error": err[-1] if err else "no answer from the accessibility probe"}
     return state
+
+
+def screen_problem(shot: bytes, window: dict[str, Any],
+                   pages: dict[str, Any] | None = None) -> str | None:
+    """Why the screenshot ``shot`` does not show the active ``window`` (and the visible pages of
+    ``pages``, those in the window) drawn yet; None: it does."""
+    img = screen_image(shot)
+    pointer = tuple(window["pointer"]) if window.get("pointer") else None
+    geo = window.get("geometry")
+    box = (geo[0], geo[1], geo[0] + geo[2], geo[1] + geo[3]) if geo else None
+    if box and is_blank(img, box, pointer):
+        return (f"window {window.get('title', '')!r} is still blank (one colour: nothing drawn "
+                "in it yet)")
+    return page_screen_problem(img, box, pointer, pages) if pages else None
 
 
 def window_problem(expected: AppExpectation, state: dict[str, Any]) -> str | None:
@@ -219,20 +243,23 @@ def office_problem(state: dict[str, Any]) -> str | None:
 
 
 def wait_until_ready(client: Any, task: Task, *, timeout: float = 120.0, poll_s: float = 0.5,
-                     quiet_s: float = 1.0, settle_cap_s: float = 10.0) -> ReadyReport:
-    """Wait until the task's app accepts input (see the module docstring); raise
-    :class:`AppNotReady` naming what was missing after ``timeout`` seconds."""
+                     quiet_s: float = 1.0, settle_cap_s: float = 10.0,
+                     loading_grace_s: float = 30.0) -> ReadyReport:
+    """Wait until the task's app accepts input and shows its content (see the module
+    docstring); raise :class:`AppNotReady` naming what was missing after ``timeout`` seconds."""
     expected = expected_app(task)
     report = ReadyReport(expected)
     start = time.monotonic()
     deadline = start + timeout
     office_checked = expected is not None and expected.kind == "libreoffice"
+    page_checked = expected is not None and expected.kind == "browser"
     problem: str | None = None
     while expected is not None:
         report.probes += 1
         state = x_window_state(client)
         report.last = state
         problem = window_problem(expected, state)
+        pages: dict[str, Any] | None = None
         if problem is None and office_checked:
             office = office_state(client, expected.title)
             report.last = {**state, "office": office}
@@ -242,6 +269,18 @@ def wait_until_ready(client: Any, task: Task, *, timeout: float = 120.0, poll_s:
                 office_checked = False
             else:
                 problem = office_problem(office)
+        if problem is None and page_checked:
+            pages = page_state(client, expected.cdp_ports)
+            report.last = {**state, "pages": pages}
+            if pages.get("error") and (pages.get("probe") or not expected.cdp_ports):
+                logger.warning("cannot check Chrome's pages: %s; waiting for its window "
+                               "alone", pages["error"])
+                page_checked, pages = False, None
+            else:
+                loading_ok = time.monotonic() - start >= loading_grace_s
+                problem = page_problem(pages, loading_ok=loading_ok)
+        if problem is None:
+            problem = screen_problem(client.screenshot(), state, pages)
         if problem is None:
             break
         if time.monotonic() >= deadline:
@@ -257,4 +296,5 @@ def wait_until_ready(client: Any, task: Task, *, timeout: float = 120.0, poll_s:
 
 
 __all__ = ["AppExpectation", "AppNotReady", "ReadyReport", "expected_app", "office_problem",
-           "office_state", "wait_until_ready", "window_problem", "x_window_state"]
+           "office_state", "last_json", "page_problem", "page_state", "screen_problem",
+           "wait_until_ready", "window_problem", "x_window_state"]

@@ -1,21 +1,36 @@
 #!/usr/bin/python3
-"""Is a LibreOffice window ready for input? A targeted AT-SPI walk, run INSIDE the desktop.
+"""Readiness probes run INSIDE the desktop: LibreOffice's document and Chrome's visible page.
 
-Runs under the desktop's system python3 (python3-gi, gir1.2-atspi-2.0; no project imports): the
-harness sends this file's text to ``/execute`` as ``python3 -c SOURCE [TITLE]``. It walks only
-the soffice frame whose title contains TITLE (the active one when TITLE is empty), skipping menus
-and the cells of tables (a full accessibility dump of a spreadsheet takes tens of seconds), and
-prints one JSON object::
+Runs under the desktop's system python3 (standard library; python3-gi and gir1.2-atspi-2.0 for
+LibreOffice; no project imports): the harness sends this file's text to ``/execute`` as
+``python3 -c SOURCE office [TITLE]`` or ``python3 -c SOURCE page PORT...``; either prints one
+JSON object.
+
+``office``: a targeted AT-SPI walk of the soffice frame whose title contains TITLE (the active
+one when TITLE is empty), skipping menus and the cells of tables (a full accessibility dump of a
+spreadsheet takes tens of seconds)::
 
     {"app": bool, "frame": title|null, "active": bool, "toolbars": N,
      "focus": role|null, "in_document": bool, "error": text|null}
 
 ``in_document``: the focused accessible is the document itself or inside it (Calc's sheet table,
 Writer's paragraph): the cell / paragraph cursor exists and keyboard input goes to it.
+
+``page``: every page of the Chrome whose DevTools answer on the first of the PORTs that does
+(``--remote-debugging-port``; OSWorld forwards 9222 to it), each evaluated with ``PAGE_JS``::
+
+    {"port": P|null, "error": text|null, "pages": [{"url", "title", "ready": readyState,
+     "visible": visibilityState, "fcp": bool, "frame": bool, "content": bool, "bg": colour|null,
+     "x", "y", "ow", "oh", "iw", "ih", "dpr"} | {"url", "error"}]}
 """
 
+import base64
 import json
+import os
+import socket
+import struct
 import sys
+import urllib.request
 
 MAX_NODES = 3000
 MAX_CHILDREN = 200
@@ -91,5 +106,155 @@ def probe(title):
     return out
 
 
+PAGE_JS = r"""new Promise(function (done) {
+  function look(frame) {
+    var vw = innerWidth, vh = innerHeight, content = false, els = [document.body], bg = null;
+    if (document.body) { els = els.concat(Array.prototype.slice.call(
+      document.body.getElementsByTagName('*'), 0, 4000)); }
+    for (var i = 0; i < els.length && !content; i++) {
+      var el = els[i], own = /^(IMG|CANVAS|SVG|VIDEO|INPUT|TEXTAREA|SELECT|BUTTON|IFRAME)$/i;
+      if (!el) continue;
+      var text = false;
+      for (var c = el.firstChild; c && !text; c = c.nextSibling) {
+        text = c.nodeType === 3 && /\S/.test(c.nodeValue); }
+      if (!text && !own.test(el.tagName)) continue;
+      var r = el.getBoundingClientRect();
+      content = r.width > 0 && r.height > 0 && r.bottom > 0 && r.right > 0 && r.top < vh &&
+        r.left < vw && getComputedStyle(el).visibility === 'visible';
+    }
+    var roots = [document.documentElement, document.body];
+    for (var k = 0; k < 2 && bg === null; k++) {
+      var st = roots[k] && getComputedStyle(roots[k]);
+      if (!st) continue;
+      if (st.backgroundImage !== 'none') { bg = ''; break; }
+      if (!/^(transparent|rgba\(.*, 0\))$/.test(st.backgroundColor)) bg = st.backgroundColor;
+    }
+    return {url: location.href, title: document.title, ready: document.readyState,
+      visible: document.visibilityState, frame: frame, content: content, bg: bg,
+      fcp: performance.getEntriesByName('first-contentful-paint').length > 0,
+      x: screenX, y: screenY, ow: outerWidth, oh: outerHeight, iw: vw, ih: vh,
+      dpr: devicePixelRatio};
+  }
+  if (document.visibilityState !== 'visible') { done(look(false)); return; }
+  var t = setTimeout(function () { done(look(false)); }, 2000);
+  requestAnimationFrame(function () { requestAnimationFrame(function () {
+    clearTimeout(t); done(look(true)); }); });
+})"""
+"""Run in the page: its load state, whether it drew a frame (two animation frames passed), has
+visible content (text or a replaced element in the viewport), its background colour (``''``: an
+image) and where its viewport is (window position, outer and inner sizes)."""
+
+
+class _Socket:
+    """A WebSocket client, just enough for DevTools' JSON messages (RFC 6455, no extensions)."""
+
+    def __init__(self, port, path, timeout):
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout)
+        key = base64.b64encode(os.urandom(16)).decode()
+        self.sock.sendall(("GET %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nUpgrade: websocket\r\n"
+                           "Connection: Upgrade\r\nSec-WebSocket-Key: %s\r\n"
+                           "Sec-WebSocket-Version: 13\r\n\r\n" % (path, port, key)).encode())
+        self.buf = b""
+        while b"\r\n\r\n" not in self.buf:
+            self._fill()
+        head, self.buf = self.buf.split(b"\r\n\r\n", 1)
+        if head.split(b"\r\n", 1)[0].split(b" ")[1:2] != [b"101"]:
+            raise OSError("DevTools refused the WebSocket: %r" % head[:80])
+
+    def _fill(self):
+        chunk = self.sock.recv(65536)
+        if not chunk:
+            raise OSError("DevTools closed the connection")
+        self.buf += chunk
+
+    def _take(self, n):
+        while len(self.buf) < n:
+            self._fill()
+        out, self.buf = self.buf[:n], self.buf[n:]
+        return out
+
+    def send(self, text):
+        data, mask = text.encode(), os.urandom(4)
+        n = len(data)
+        head = struct.pack("!BB", 0x81, 0x80 | n) if n < 126 else (
+            struct.pack("!BBH", 0x81, 0xFE, n) if n < 65536 else struct.pack("!BBQ", 0x81, 0xFF, n))
+        self.sock.sendall(head + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(data)))
+
+    def recv(self):
+        parts = []
+        while True:
+            b0, b1 = self._take(2)
+            n = b1 & 0x7F
+            if n == 126:
+                n = struct.unpack("!H", self._take(2))[0]
+            elif n == 127:
+                n = struct.unpack("!Q", self._take(8))[0]
+            payload = self._take(n)
+            if b0 & 0x0F == 8:
+                raise OSError("DevTools closed the WebSocket")
+            if b0 & 0x0F in (0, 1, 2):
+                parts.append(payload)
+                if b0 & 0x80:
+                    return b"".join(parts).decode("utf-8", "replace")
+
+    def call(self, msg_id, method, params):
+        self.send(json.dumps({"id": msg_id, "method": method, "params": params}))
+        while True:
+            msg = json.loads(self.recv())
+            if msg.get("id") == msg_id:
+                return msg
+
+    def close(self):
+        self.sock.close()
+
+
+def page_probe(ports, timeout=8.0):
+    """The pages of the Chrome whose DevTools answer on the first of ``ports`` that does:
+    ``{"port": P, "pages": [PAGE_JS's answer, or {"url", "error"}], "error": text|null}``."""
+    out = {"port": None, "pages": [], "error": None}
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    targets, errors = None, []
+    for port in ports:
+        try:
+            with opener.open("http://127.0.0.1:%d/json/list" % port, timeout=timeout) as res:
+                targets = json.loads(res.read().decode("utf-8", "replace"))
+            out["port"] = port
+            break
+        except (OSError, ValueError) as exc:
+            errors.append("port %d: %s" % (port, exc))
+    if targets is None:
+        out["error"] = "Chrome's DevTools do not answer (%s)" % "; ".join(errors)
+        return out
+    for target in targets:
+        url = target.get("url", "")
+        ws = target.get("webSocketDebuggerUrl", "")
+        if target.get("type") != "page" or url.startswith("devtools://") or not ws:
+            continue
+        page = {"url": url, "error": None}
+        try:
+            sock = _Socket(out["port"], "/" + ws.split("/", 3)[3], timeout)
+            try:
+                res = sock.call(1, "Runtime.evaluate", {
+                    "expression": PAGE_JS, "awaitPromise": True, "returnByValue": True})
+            finally:
+                sock.close()
+            value = res.get("result", {}).get("result", {}).get("value")
+            if isinstance(value, dict):
+                page = value
+            else:
+                page["error"] = str(res.get("error") or res.get("result", {}).get(
+                    "exceptionDetails", {}).get("text") or "no answer")
+        except (OSError, ValueError, IndexError) as exc:
+            page["error"] = str(exc)
+        out["pages"].append(page)
+        if len(out["pages"]) >= 12:
+            break
+    return out
+
+
 if __name__ == "__main__":
-    print(json.dumps(probe(sys.argv[1] if len(sys.argv) > 1 else "")))
+    if len(sys.argv) > 1 and sys.argv[1] == "page":
+        print(json.dumps(page_probe([int(p) for p in sys.argv[2:]] or [9222])))
+    else:
+        args = sys.argv[2:] if len(sys.argv) > 1 and sys.argv[1] == "office" else sys.argv[1:]
+        print(json.dumps(probe(args[0] if args else "")))

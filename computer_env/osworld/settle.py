@@ -1,9 +1,11 @@
-"""Waiting for the screen to settle after setup (instead of upstream's fixed 60 s sleep)."""
+"""The screen after setup: waiting for it to settle (instead of upstream's fixed 60 s sleep), and
+telling a window that is up but still blank from one that shows its content."""
 
 from __future__ import annotations
 
 import io
 import logging
+import re
 import time
 from typing import Any
 
@@ -31,6 +33,71 @@ def screen_changed(a: Image.Image, b: Image.Image) -> bool:
     return changed > _CHANGED_FRACTION * _THUMB[0] * _THUMB[1]
 
 
+_INK_DELTA = 32
+"""A pixel is ink when one of its channels is this far from the region's dominant colour."""
+_BLANK_INK = 24
+"""A region with at most this many ink pixels is blank (a text caret is about 15)."""
+_POINTER_BOX = (-8, -8, 40, 40)
+"""The area around the pointer position left out (the screenshot has the cursor drawn in)."""
+
+Box = tuple[int, int, int, int]
+
+
+def screen_image(data: bytes) -> Image.Image:
+    """A screenshot (PNG bytes) as an RGB image."""
+    with Image.open(io.BytesIO(data)) as img:
+        return img.convert("RGB")
+
+
+def _clip(img: Image.Image, box: Box) -> Box | None:
+    left, top = max(0, box[0]), max(0, box[1])
+    right, bottom = min(img.width, box[2]), min(img.height, box[3])
+    return (left, top, right, bottom) if right - left >= 4 and bottom - top >= 4 else None
+
+
+def dominant_colour(img: Image.Image, box: Box) -> tuple[int, int, int] | None:
+    """The most frequent colour of ``box`` (sampled on a 64x36 grid); None for an empty box."""
+    clipped = _clip(img, box)
+    if clipped is None:
+        return None
+    sample = img.crop(clipped).resize((64, 36), Image.Resampling.NEAREST)
+    colours = sample.getcolors(64 * 36) or [(0, (0, 0, 0))]
+    return max(colours)[1]
+
+
+def ink_pixels(img: Image.Image, box: Box, pointer: tuple[int, int] | None = None) -> int:
+    """Pixels of ``box`` that differ from its dominant colour (the pointer's area left out)."""
+    clipped = _clip(img, box)
+    if clipped is None:
+        return 0
+    region = img.crop(clipped)
+    base = Image.new("RGB", region.size, dominant_colour(img, clipped))
+    r, g, b = ImageChops.difference(region, base).split()
+    ink = ImageChops.lighter(ImageChops.lighter(r, g), b).point(
+        lambda v: 255 if v > _INK_DELTA else 0)
+    if pointer is not None:
+        px, py = pointer[0] - clipped[0], pointer[1] - clipped[1]
+        ink.paste(0, (px + _POINTER_BOX[0], py + _POINTER_BOX[1], px + _POINTER_BOX[2],
+                      py + _POINTER_BOX[3]))
+    return ink.histogram()[255]
+
+
+def is_blank(img: Image.Image, box: Box, pointer: tuple[int, int] | None = None) -> bool:
+    """Is ``box`` one flat colour (nothing drawn in it yet, a caret and the pointer aside)?"""
+    return ink_pixels(img, box, pointer) <= _BLANK_INK
+
+
+def css_rgb(value: str | None) -> tuple[int, int, int] | None:
+    """``"rgb(0, 160, 0)"`` / ``"rgba(0, 160, 0, 1)"`` -> ``(0, 160, 0)``; None for others."""
+    m = re.fullmatch(r"rgba?\((\d+), (\d+), (\d+)(?:, 1)?\)", (value or "").strip())
+    return (int(m[1]), int(m[2]), int(m[3])) if m else None
+
+
+def near(a: tuple[int, int, int], b: tuple[int, int, int]) -> bool:
+    """Are two colours the same on screen (up to dithering and colour conversion)?"""
+    return max(abs(x - y) for x, y in zip(a, b)) <= _INK_DELTA
+
+
 def wait_until_settled(client: Any, *, quiet_s: float = 1.0, cap_s: float = 10.0,
                        poll_s: float = 0.2) -> float:
     """Take small JPEG screenshots until the screen has not changed for ``quiet_s`` or ``cap_s``
@@ -55,4 +122,5 @@ def wait_until_settled(client: Any, *, quiet_s: float = 1.0, cap_s: float = 10.0
     return waited
 
 
-__all__ = ["screen_changed", "wait_until_settled"]
+__all__ = ["Box", "css_rgb", "dominant_colour", "ink_pixels", "is_blank", "near",
+           "screen_changed", "screen_image", "wait_until_settled"]
