@@ -29,6 +29,20 @@ RUNNABLE, NEEDS_CACHE, MISSING_APP, UNSUPPORTED = (
     "runnable", "needs_cache", "missing_app", "unsupported")
 OFFLINE_NETWORK = "the internet while the task runs (offline here)"
 
+EMBEDDED_DIFFERENCES: tuple[str, ...] = (
+    "Debian 12 with openbox, not Ubuntu 22.04 with GNOME Shell: other app versions, window "
+    "decorations and fonts; no GNOME Shell (its gsettings schemas and top bar are absent)",
+    "Chromium stands in for Google Chrome (`google-chrome` runs Chromium with Chrome's profile "
+    "folder; Google is its default search engine, as in Chrome)",
+    "no VS Code (Debian does not package it): its tasks skip with `needs: code`",
+    "sudo has no root to give: a command run with sudo runs as the user, so the files it "
+    "creates are owned by the user, and what needs real root (apt, adding users) fails",
+    "each desktop is a sandbox on the host, not a VM: no systemd services, no snap packages",
+    "OCR metrics (easyocr, which needs torch) are not installed: their tasks skip",
+)
+"""Where this project's embedded desktop differs from OSWorld's Ubuntu VM (shown by ``plan``
+on an embedded desktop and in the README)."""
+
 
 @dataclass(frozen=True)
 class Verdict:
@@ -159,5 +173,5 @@ def evaluation_support(embedded: bool) -> Callable[[Task], str | None]:
     return unsupported
 
 
-__all__ = ["Counts", "MISSING_APP", "NEEDS_CACHE", "OFFLINE_NETWORK", "Plan", "RUNNABLE",
+__all__ = ["Counts", "EMBEDDED_DIFFERENCES", "MISSING_APP", "NEEDS_CACHE", "OFFLINE_NETWORK", "Plan", "RUNNABLE",
            "UNSUPPORTED", "Verdict", "classify", "evaluation_support", "make_plan"]

@@ -16,8 +16,9 @@ from computer_env.desktop.providers.remote import split_url_token
 from computer_env.errors import ConfigurationError, InfraError
 from computer_env.osworld.errors import TaskLoadError
 from computer_env.osworld.needs_check import DesktopNeedsChecker, OnlineProbe
-from computer_env.osworld.plan import evaluation_support, make_plan
+from computer_env.osworld.plan import EMBEDDED_DIFFERENCES, evaluation_support, make_plan
 from computer_env.osworld.tasks import load_builtin_tasks, load_tasks
+from computer_env.osworld.upstream import osworld_source, use_checkout
 
 
 def add_plan_parser(sub: Any) -> None:
@@ -58,10 +59,13 @@ def load_args_tasks(args: argparse.Namespace) -> list[Any] | None:
 
 
 def run_plan(args: argparse.Namespace) -> int:
-    """Load the tasks, ask a desktop what it has, print the table (and the JSON line)."""
+    """Load the tasks, ask a desktop what it has, print the table (and the JSON line). Tasks
+    are judged by the OSWorld code a run would use: the checkout under ``--osworld-root`` when
+    it has ``desktop_env/``, else the installed package (the first line says which)."""
     tasks = load_args_tasks(args)
     if tasks is None:
         return 2
+    use_checkout(args.osworld_root)
     online = args.online if args.online is not None else OnlineProbe(args.net_probe_url)()
     print(f"{len(tasks)} tasks; asking the desktop what it has; "
           f"{'online' if online else 'offline'}", file=sys.stderr, flush=True)
@@ -74,6 +78,11 @@ def run_plan(args: argparse.Namespace) -> int:
         print(f"error: no desktop to ask: {exc}", file=sys.stderr)
         return 1
     print(plan.table())
+    print(f"judged with OSWorld's setup, getters and metrics: {osworld_source()}")
+    if embedded:
+        print("embedded desktop: comparable between runs, not with published OSWorld numbers; "
+              "where it differs from OSWorld's VM:")
+        print("\n".join(f"  - {line}" for line in EMBEDDED_DIFFERENCES))
     if args.json:
         print(json.dumps(plan.to_json(), sort_keys=False))
     return 0

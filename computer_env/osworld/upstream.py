@@ -2,23 +2,30 @@
 optional dependencies.
 
 ``make setup`` installs OSWorld's published package (``desktop-env``) without its pinned
-dependencies, plus what its controllers, setup, getters and metrics import (the ``osworld``
-extra). A user's checkout (``--osworld-root`` with a ``desktop_env/`` folder) is put first on
-``sys.path`` by the plugin and wins over the package.
+dependencies, plus what its controllers, setup, getters and metrics import at top level (the
+``osworld`` extra, Google Drive's ``pydrive`` and audio's ``librosa`` included). A user's
+checkout (``--osworld-root`` with a ``desktop_env/`` folder) is put first on ``sys.path``
+(:func:`use_checkout`: by the plugin for a run, by ``plan``) and wins over the package.
 
-Three imports of OSWorld's evaluation code are left out on purpose because they are heavy and
-serve few tasks: ``easyocr`` (torch; OCR in ``compare_image_text``), ``librosa`` (numba; audio
-in ``compare_audios``) and ``pydrive`` (Google Drive tasks). OSWorld imports them at the top of
-its metric/getter modules, so that the rest of its metrics can be imported, each is registered as
-an *absent module*: nothing in it exists, and touching it raises :class:`MissingDependency` (a
-``BaseException``, so OSWorld's ``except Exception`` blocks cannot turn it into a score of 0).
-:func:`absent_dependencies` finds, before a task runs, which absent modules a metric or getter
-would touch, so the task is skipped with that reason. A real installation of any of them always
-wins (the absent-module finder is the last one asked).
+One import of OSWorld's metrics is left out on purpose: ``easyocr`` (it needs torch; OCR in
+``compare_image_text``). OSWorld imports it at the top of ``metrics/docs.py``, so that the rest
+of its metrics can be imported it is registered as an *absent module*: nothing in it exists,
+and touching it raises :class:`MissingDependency` (a ``BaseException``, so OSWorld's
+``except Exception`` blocks cannot turn it into a score of 0). :func:`absent_dependencies`
+finds, before a task runs, which absent modules a metric or getter would touch, so the task is
+skipped with that reason. ``librosa`` and ``pydrive`` get the same treatment only in an
+installation that lacks them. A real installation always wins (the absent-module finder is
+the last one asked).
+
+Importing OSWorld's setup module also loads its proxy pool from
+``evaluation_examples/settings/proxy/dataimpulse.json`` (a file of OSWorld's maintainers, not in
+its repository), logging an ERROR when it is not there, in every process; that one message is
+kept out of the log (the harness routes ``"proxy": true`` tasks through its own ``--proxy``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
 import importlib.abc
@@ -28,6 +35,8 @@ import importlib.util
 import logging
 import sys
 import types
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from computer_env.errors import ConfigurationError
@@ -39,8 +48,8 @@ OPTIONAL: dict[str, str] = {
     "librosa": "audio analysis (librosa)",
     "pydrive": "Google Drive (pydrive)",
 }
-"""Top-level modules OSWorld's evaluation code imports that are not installed here, and what
-they are for (shown in the skip reason)."""
+"""Top-level modules OSWorld's evaluation code imports that may be missing here (easyocr always:
+it needs torch), and what they are for (shown in the skip reason)."""
 
 
 class MissingDependency(BaseException):
@@ -142,6 +151,50 @@ def osworld_source() -> str:
     return f"checkout {folder}"
 
 
+def checkout_folder(root: Path | None) -> Path | None:
+    """The OSWorld checkout ``--osworld-root`` names (``root`` or its parent, whichever holds
+    ``desktop_env/``); None when it has no code (its task files are then judged by the
+    installed package)."""
+    if root is None:
+        return None
+    for candidate in (root, root.parent):
+        if (candidate / "desktop_env").is_dir():
+            return candidate
+    return None
+
+
+def use_checkout(root: Path | None) -> Path | None:
+    """Make the checkout under ``root`` (see :func:`checkout_folder`) the ``desktop_env`` this
+    process imports, ahead of the installed package; the folder used, or None."""
+    folder = checkout_folder(root)
+    if folder is None:
+        return None
+    if str(folder) not in sys.path:
+        sys.path.insert(0, str(folder))
+    for loaded in [m for m in sys.modules if m == "desktop_env" or m.startswith("desktop_env.")]:
+        del sys.modules[loaded]  # imported from the package before: import again from here
+    importlib.invalidate_caches()
+    upstream_available.cache_clear()
+    return folder
+
+
+class _DropProxyPoolError(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.getMessage()).startswith("Failed to load proxies from")
+
+
+@contextlib.contextmanager
+def _quiet_import() -> Iterator[None]:
+    """Keep OSWorld's import-time proxy-pool ERROR (see the module docstring) out of the log."""
+    pool_logger = logging.getLogger("desktopenv.providers.aws.ProxyPool")
+    drop = _DropProxyPoolError()
+    pool_logger.addFilter(drop)
+    try:
+        yield
+    finally:
+        pool_logger.removeFilter(drop)
+
+
 def _import(name: str) -> types.ModuleType:
     if not upstream_available():
         raise ConfigurationError(
@@ -149,7 +202,8 @@ def _import(name: str) -> types.ModuleType:
             "desktop-env package) or pass --osworld-root with an OSWorld checkout")
     _install_finder()
     try:
-        return importlib.import_module(name)
+        with _quiet_import():
+            return importlib.import_module(name)
     except ImportError as exc:
         raise ConfigurationError(
             f"OSWorld's {name} ({osworld_source()}) cannot be imported: {exc}; `make setup` "
@@ -225,8 +279,15 @@ def missing_reason(modules: list[str]) -> str:
     return str(MissingDependency(modules[0])) if modules else ""
 
 
+def absent_modules() -> list[str]:
+    """The modules of :data:`OPTIONAL` that OSWorld's code imported as absent placeholders."""
+    return sorted(name for name, module in sys.modules.items()
+                  if "." not in name and isinstance(module, AbsentModule))
+
+
 __all__ = [
-    "AbsentModule", "MissingDependency", "OPTIONAL", "absent_dependencies", "missing_reason",
-    "osworld_source", "upstream_available", "upstream_getters", "upstream_metrics",
-    "upstream_python_controller", "upstream_setup_module",
+    "AbsentModule", "MissingDependency", "OPTIONAL", "absent_dependencies", "absent_modules",
+    "checkout_folder", "missing_reason", "osworld_source", "upstream_available",
+    "upstream_getters", "upstream_metrics", "upstream_python_controller",
+    "upstream_setup_module", "use_checkout",
 ]

@@ -1,5 +1,5 @@
 """Where OSWorld's code comes from: the installed ``desktop-env`` package, or a user's checkout
-(``--osworld-root``), which wins; its evaluation code imports without torch, librosa or pydrive
+(``--osworld-root``), which wins; its evaluation code imports without torch and easyocr
 installed, and only what needs them is refused."""
 
 from __future__ import annotations
@@ -50,4 +50,4 @@ def test_evaluation_code_imports_without_the_heavy_modules() -> None:
             "           if importlib.util.find_spec(n) is None or\n"
             "           type(importlib.util.find_spec(n).loader).__name__ == '_AbsentFinder']\n"
             "print(sorted(missing), len([n for n in dir(m) if not n.startswith('_')]) > 100)\n")
-    assert _source_in_child(code) == "['easyocr', 'librosa', 'pydrive', 'torch'] True"
+    assert _source_in_child(code) == "['easyocr', 'torch'] True"
