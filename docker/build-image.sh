@@ -3,8 +3,11 @@
 #   1. base image from `debootstrap --variant=minbase bookworm` + `docker import`
 #      (skipped when the base image exists, unless --force),
 #   2. docker/Dockerfile on top: Xvfb, openbox, apps, python deps (wheels fetched by the host's
-#      pip, installed offline inside) and the project's computer_env package.
+#      pip, installed offline inside) and the guest's part of the computer_env package (what
+#      computer_env.desktop.providers.bwrap.guest_code allows: no task solutions, oracles,
+#      synthesized examples or verifiers).
 # Usage: docker/build-image.sh [--force] [--tag TAG] [--base-tag TAG] [--mirror URL]
+#        docker/build-image.sh --code-only DIR   (only copy the guest's code into DIR/computer_env)
 # Needs: root (debootstrap), a running dockerd (scripts/start-dockerd.sh), the Debian mirror.
 set -euo pipefail
 
@@ -21,8 +24,11 @@ host_mirror() {
 MIRROR="${DEBIAN_MIRROR:-$(host_mirror)}"
 [[ -n "${MIRROR}" ]] || { echo "build-image: no Debian mirror in /etc/apt; set DEBIAN_MIRROR" >&2; exit 1; }
 FORCE=0
+CODE_ONLY=""
 PIP="${PIP:-${ROOT}/.venv/bin/pip}"
 [[ -x "${PIP}" ]] || PIP="pip3"
+PY="${ROOT}/.venv/bin/python"
+[[ -x "${PY}" ]] || PY="python3"
 
 while [[ $# -gt 0 ]]; do
     case "$1" in
@@ -30,7 +36,8 @@ while [[ $# -gt 0 ]]; do
         --tag) TAG="$2"; shift ;;
         --base-tag) BASE_TAG="$2"; shift ;;
         --mirror) MIRROR="$2"; shift ;;
-        -h|--help) sed -n '2,9p' "$0"; exit 0 ;;
+        --code-only) CODE_ONLY="$2"; shift ;;
+        -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
         *) echo "build-image: unknown argument $1" >&2; exit 2 ;;
     esac
     shift
@@ -38,6 +45,22 @@ done
 
 say() { echo "build-image: $*" >&2; }
 t0=$(date +%s)
+
+# The guest's part of computer_env (the same allow-list as the local sandbox's) into $1.
+copy_guest_code() {
+    local names
+    names=$(cd "${ROOT}" && PYTHONPATH="${ROOT}" "${PY}" -c 'from computer_env.desktop.providers.bwrap import guest_code; print("\n".join(guest_code()))') \
+        || { say "could not list the guest code (computer_env importable with ${PY}?)"; return 1; }
+    [[ -n "${names}" ]] || { say "empty guest code list"; return 1; }
+    mkdir -p "$1/computer_env"
+    (cd "${ROOT}/computer_env" && tar --exclude='__pycache__' --exclude='*.pyc' -c ${names}) \
+        | tar -C "$1/computer_env" -x
+}
+
+if [[ -n "${CODE_ONLY}" ]]; then
+    copy_guest_code "${CODE_ONLY}"
+    exit $?
+fi
 
 docker info >/dev/null 2>&1 || { say "no Docker daemon answers; run scripts/start-dockerd.sh"; exit 1; }
 
@@ -79,7 +102,7 @@ say "building wheels with ${PIP} (cache ${WHEEL_CACHE})"
 "${PIP}" wheel --quiet --wheel-dir "${WHEEL_CACHE}" -r "${HERE}/requirements.txt" 2>"${WORK}/pip.log" \
     || { tail -n 20 "${WORK}/pip.log" >&2; say "pip wheel failed (no package index reachable?)"; exit 1; }
 cp "${WHEEL_CACHE}"/* "${CTX}/wheels/"
-tar -C "${ROOT}" --exclude='__pycache__' --exclude='*.pyc' -c computer_env | tar -C "${CTX}" -x
+copy_guest_code "${CTX}"
 
 say "docker build ${TAG}"
 tb=$(date +%s)

@@ -5,8 +5,10 @@ template, uid/gid 1000 ("user"), no capabilities, its own pid/ipc/uts (and, thro
 provider, network) namespaces, no further user namespaces (``--disable-userns``), a size-capped
 tmpfs ``/tmp`` and ``/dev/shm``, the dpkg database visible read-only, and the programs of
 :mod:`.guest_tools` first on ``PATH``. Of the host's Python only what the server needs is visible,
-read-only: the virtual environment, its base interpreter and the ``computer_env`` package (minus
-``computer_env/osworld``, which holds task solutions).
+read-only: the virtual environment, its base interpreter and, of the ``computer_env`` package, only
+what :func:`guest_code` allows (its top-level modules, ``desktop`` and ``procs``). Nothing that
+bears an answer is there: not ``osworld`` (tasks, built-in solutions, oracles), not ``synthetic``
+(verifiers, reference solutions), and nothing else of the project (tests, results, caches).
 """
 
 from __future__ import annotations
@@ -25,6 +27,10 @@ GUEST_HOME = "/home/user"
 GUEST_RUN = "/run/desktop"  # the per-desktop state dir (token, init script), read-only
 GUEST_TEMPLATE = "/opt/desktop/home-template"
 GUEST_SERVER_PORT = 5000
+#: The subpackages of ``computer_env`` a desktop sees (with the package's top-level modules, the
+#: contract: base, errors, ...). Every other one is absent: ``osworld`` (tasks, built-in solutions,
+#: oracles), ``synthetic`` (verifiers, reference solutions), ``realtimegym``, and any added later.
+GUEST_SUBPACKAGES = ("desktop", "procs")
 
 # Started by dbus-run-session, so everything shares one session bus (at-spi needs it).
 INIT_SCRIPT = r"""#!/bin/bash
@@ -108,9 +114,24 @@ def python_binds() -> list[Path]:
     exe = Path(sys.executable).resolve()
     if not any(exe.is_relative_to(p) for p in paths):
         paths.add(exe.parent.parent)
-    paths.add(Path(computer_env.__file__).resolve().parent)
+    paths.add(package_dir())
     system = [Path(p) for p in ("/usr", "/etc")]
     return sorted(p for p in paths if not any(p.is_relative_to(s) for s in system))
+
+
+def package_dir() -> Path:
+    """The ``computer_env`` package folder on this host."""
+    return Path(computer_env.__file__).resolve().parent
+
+
+def guest_code(pkg: Path | None = None) -> list[str]:
+    """What of the ``computer_env`` folder ``pkg`` a desktop may see (names inside it): its
+    top-level modules and :data:`GUEST_SUBPACKAGES`. The local sandbox binds only these; the
+    Docker image (``docker/build-image.sh``) copies only these."""
+    pkg = pkg or package_dir()
+    return sorted(p.name for p in pkg.iterdir()
+                  if (p.is_file() and p.suffix == ".py")
+                  or (p.is_dir() and p.name in GUEST_SUBPACKAGES))
 
 
 def find_bwrap(path: str | None = None) -> str:
@@ -200,11 +221,16 @@ def bwrap_argv(bwrap: str, layout: SandboxLayout, *, width: int, height: int,
              "--ro-bind", str(layout.state_dir), GUEST_RUN]
     if layout.chrome is not None:
         argv += ["--ro-bind", str(layout.chrome), guest_chrome.GUEST_CHROME_DIR]
+    pkg = package_dir()
     for path, point in staged.items():
-        argv += ["--ro-bind", str(point), str(path)]
-    pkg = Path(computer_env.__file__).resolve().parent
-    if (pkg / "osworld").is_dir():
-        argv += ["--tmpfs", str(pkg / "osworld")]
+        if path != pkg:
+            argv += ["--ro-bind", str(point), str(path)]
+    # an allow-list: an empty folder, then only the guest's part of the package (from its staged
+    # mount point, or as it is where it lies under /usr)
+    source = staged.get(pkg, pkg)
+    argv += ["--tmpfs", str(pkg)]
+    for name in guest_code(pkg):
+        argv += ["--ro-bind", str(source / name), str(pkg / name)]
     argv += ["--clearenv"]
     env["XDG_RUNTIME_DIR"] = f"/run/user/{GUEST_UID}"
     # `pip install` as on Ubuntu: into the user's site-packages, importable (guest_tools)

@@ -74,9 +74,11 @@ class DockerProvider(DesktopProvider):
         """``kind=None`` infers ``"osworld"`` from a qcow2 path (``vm_path`` is an alias of
         ``qcow2_path``) or a ``happysixd/`` image, else ``"guest-server"``.
         ``ram_size``/``cpu_cores``/``disk_size`` default to env RAM_SIZE/CPU_CORES/DISK_SIZE
-        (OSWorld: 4G/4/32G; guest-server: 2 CPUs, memory from ``limits``, no disk). The
-        guest-server container also gets ``limits``' process cap and /tmp size (default
-        :meth:`DesktopLimits.from_values`: env ``HOLO_DESKTOP_*``). ``kvm=None`` detects
+        (OSWorld: 4G/4/32G; guest-server: memory from ``limits``, no disk). Every container's
+        CPU time is capped at ``limits.cpus`` (Docker's ``--cpus``; for the guest-server image
+        an explicit ``cpu_cores`` wins). The guest-server container also gets ``limits``'
+        process cap and /tmp size (default :meth:`DesktopLimits.from_values`: env
+        ``HOLO_DESKTOP_*``). ``kvm=None`` detects
         /dev/kvm (env KVM=N forces it off). ``prewarm=None`` means on for the guest-server image
         and off for OSWorld's VM (a spare VM holds another RAM_SIZE and burns CPU while booting).
         """
@@ -91,7 +93,8 @@ class DockerProvider(DesktopProvider):
         self.limits = limits or DesktopLimits.from_values()
         self.ram_size = ram_size or os.environ.get("RAM_SIZE") or (
             "4G" if osworld else f"{self.limits.memory_bytes // (1024 * 1024)}M")
-        self.cpu_cores = int(cpu_cores or os.environ.get("CPU_CORES") or (4 if osworld else 2))
+        self.cpu_cores = int(cpu_cores or os.environ.get("CPU_CORES") or 4)  # OSWorld VM's vCPUs
+        self.cpus = float(cpu_cores) if cpu_cores and not osworld else self.limits.cpus
         self.disk_size = disk_size or os.environ.get("DISK_SIZE") or "32G"
         env_kvm_off = os.environ.get("KVM", "").upper() in ("N", "NO", "0", "FALSE")
         self.kvm = (False if env_kvm_off else kvm_usable()) if kvm is None else kvm
@@ -274,9 +277,9 @@ class DockerProvider(DesktopProvider):
         if self.kind == "osworld":
             return osworld_options(qcow2_path=self.qcow2_path, ram_size=self.ram_size,
                                    cpu_cores=self.cpu_cores, disk_size=self.disk_size,
-                                   kvm=self.kvm)
+                                   kvm=self.kvm, cpus=self.cpus)
         return guest_server_options(token=token, screen=self.screen, ram_size=self.ram_size,
-                                    cpu_cores=self.cpu_cores, limits=self.limits)
+                                    cpus=self.cpus, limits=self.limits)
 
     def _create(self, client: Any = None, role: str = "active") -> tuple[Any, str | None]:
         """Create and start a container (does not wait for readiness)."""

@@ -41,8 +41,9 @@ def _loopback(ports: tuple[int, ...]) -> dict[str, tuple[str, None]]:
 
 
 def guest_server_options(*, token: str | None, screen: tuple[int, int], ram_size: str,
-                         cpu_cores: int, limits: DesktopLimits) -> dict[str, Any]:
-    """``containers.run`` options of the project's guest-server image: token, screen, caps."""
+                         cpus: float, limits: DesktopLimits) -> dict[str, Any]:
+    """``containers.run`` options of the project's guest-server image: token, screen, caps
+    (``cpus``: CPU time, Docker's ``--cpus``)."""
     mem = parse_size(ram_size, "RAM_SIZE")
     return dict(
         ports=_loopback(GUEST_SERVER_PORTS),
@@ -50,13 +51,14 @@ def guest_server_options(*, token: str | None, screen: tuple[int, int], ram_size
                      "SCREEN_HEIGHT": str(screen[1])},
         mem_limit=mem, memswap_limit=mem,  # no swap beyond the memory limit
         pids_limit=limits.pids, tmpfs={"/tmp": f"size={limits.tmp_bytes},mode=1777"},
-        nano_cpus=int(cpu_cores * 1e9), shm_size=limits.tmp_bytes,
+        nano_cpus=round(cpus * 1e9), shm_size=limits.tmp_bytes,
     )
 
 
 def osworld_options(*, qcow2_path: Path | None, ram_size: str, cpu_cores: int, disk_size: str,
-                    kvm: bool) -> dict[str, Any]:
-    """``containers.run`` options of OSWorld's QEMU image booting ``qcow2_path``."""
+                    kvm: bool, cpus: float | None = None) -> dict[str, Any]:
+    """``containers.run`` options of OSWorld's QEMU image booting ``qcow2_path`` (``cpu_cores``
+    vCPUs; the container's CPU time capped at ``cpus``, Docker's ``--cpus``, when given)."""
     if qcow2_path is None:
         raise VMStartError("kind='osworld' needs qcow2_path (the Ubuntu.qcow2 file)")
     env = {"DISK_SIZE": disk_size, "RAM_SIZE": ram_size, "CPU_CORES": str(cpu_cores)}
@@ -69,6 +71,7 @@ def osworld_options(*, qcow2_path: Path | None, ram_size: str, cpu_cores: int, d
         environment=env, cap_add=["NET_ADMIN"], devices=devices,
         volumes={str(qcow2_path): {"bind": "/System.qcow2", "mode": "ro"}},
         ports=_loopback(OSWORLD_PORTS),
+        **({"nano_cpus": round(cpus * 1e9)} if cpus else {}),
     )
 
 

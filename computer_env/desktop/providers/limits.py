@@ -1,12 +1,12 @@
-"""Resource limits of one desktop: memory, process count and /tmp size.
+"""Resource limits of one desktop: memory, process count, CPU time and /tmp size.
 
 :class:`DesktopLimits` holds the values (defaults, or ``HOLO_DESKTOP_MEMORY`` /
-``HOLO_DESKTOP_PIDS`` / ``HOLO_DESKTOP_TMP``, or the suite's options). :class:`SessionCgroup`
-enforces memory and process count for the local sandbox with a cgroup per session (cgroup v2, or
-the v1 ``memory`` and ``pids`` hierarchies); the tmpfs size is bubblewrap's ``--size``. A breach
-(the kernel's OOM killer ran, a fork was refused, /tmp is full) is reported by
-:func:`cgroup_breaches` / :meth:`SessionCgroup.breaches` so the harness can mark the case
-unscored (``ResourceLimitError``) instead of scoring it.
+``HOLO_DESKTOP_PIDS`` / ``HOLO_DESKTOP_CPUS`` / ``HOLO_DESKTOP_TMP``, or the suite's options).
+:class:`~.cgroups.SessionCgroup` enforces memory, process count and CPU for the local sandbox with
+a cgroup per session; the Docker provider passes them to the container (``nano_cpus`` & co.); the
+tmpfs size is bubblewrap's ``--size``. A breach (the kernel's OOM killer ran, a fork was refused,
+/tmp is full) is reported by :func:`cgroup_breaches` so the harness can mark the case unscored
+(``ResourceLimitError``) instead of scoring it. A CPU cap is no breach: it only slows the desktop.
 """
 
 from __future__ import annotations
@@ -14,8 +14,7 @@ from __future__ import annotations
 import logging
 import os
 import re
-import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 log = logging.getLogger(__name__)
@@ -23,6 +22,8 @@ log = logging.getLogger(__name__)
 MiB = 1024 * 1024
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 ENV_MEMORY, ENV_PIDS, ENV_TMP = "HOLO_DESKTOP_MEMORY", "HOLO_DESKTOP_PIDS", "HOLO_DESKTOP_TMP"
+ENV_CPUS = "HOLO_DESKTOP_CPUS"
+MIN_CPUS = 0.1
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*$", re.IGNORECASE)
 
 
@@ -48,6 +49,33 @@ def format_size(n: int) -> str:
     return f"{n / MiB:g} MiB"
 
 
+def host_cpus() -> int:
+    """The CPUs this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def default_cpus() -> float:
+    """Half of this host's CPUs, at least 1 and at most 4: one runaway desktop (a fork bomb, busy
+    loops) cannot take more than half the host from the harness, the model endpoint and the
+    other desktops, and 4 is what OSWorld's own VM gets (``CPU_CORES=4``)."""
+    return max(1.0, min(4.0, host_cpus() / 2))
+
+
+def parse_cpus(text: str | float, what: str = "desktop CPU limit") -> float:
+    """``"1.5"`` -> 1.5 CPUs; ValueError naming ``what`` for a non-number or one below 0.1."""
+    try:
+        value = float(text)
+    except (TypeError, ValueError):
+        raise ValueError(f"{what}: expected a number of CPUs like 1.5, got {text!r}") from None
+    if not value >= MIN_CPUS or value == float("inf"):
+        raise ValueError(f"{what}: {text!r} is too small or not finite: a desktop needs at least "
+                         f"{MIN_CPUS} CPU")
+    return value
+
+
 @dataclass(frozen=True)
 class DesktopLimits:
     """Per-desktop caps. Defaults leave room for OSWorld's heaviest tasks (Chromium +
@@ -56,6 +84,7 @@ class DesktopLimits:
     memory_bytes: int = 1536 * MiB   # RAM (+swap) of every process of the desktop, tmpfs included
     pids: int = 1024                 # tasks (processes and threads)
     tmp_bytes: int = 512 * MiB       # /tmp (and /dev/shm) tmpfs size
+    cpus: float = field(default_factory=default_cpus)  # CPU time (1.0 = one CPU's worth)
 
     def __post_init__(self) -> None:
         if self.memory_bytes < 256 * MiB:
@@ -66,122 +95,28 @@ class DesktopLimits:
         if self.tmp_bytes < 16 * MiB:
             raise ValueError(f"desktop /tmp size {format_size(self.tmp_bytes)} is too small: "
                              "at least 16 MiB")
+        parse_cpus(self.cpus)
 
     @classmethod
     def from_values(cls, memory: str | int | None = None, pids: str | int | None = None,
-                    tmp: str | int | None = None) -> "DesktopLimits":
+                    tmp: str | int | None = None,
+                    cpus: str | float | None = None) -> "DesktopLimits":
         """Given values, else the environment (``HOLO_DESKTOP_*``), else the defaults."""
         d = cls()
         memory = memory if memory is not None else os.environ.get(ENV_MEMORY) or d.memory_bytes
         tmp = tmp if tmp is not None else os.environ.get(ENV_TMP) or d.tmp_bytes
         pids = pids if pids is not None else os.environ.get(ENV_PIDS) or d.pids
+        cpus = cpus if cpus is not None else os.environ.get(ENV_CPUS) or d.cpus
         try:
             n_pids = int(pids)
         except ValueError:
             raise ValueError(f"desktop process limit: expected a number, got {pids!r}") from None
         return cls(memory_bytes=parse_size(memory, "desktop memory limit"), pids=n_pids,
-                   tmp_bytes=parse_size(tmp, "desktop /tmp size"))
+                   tmp_bytes=parse_size(tmp, "desktop /tmp size"), cpus=parse_cpus(cpus))
 
     def describe(self) -> str:
         return (f"memory {format_size(self.memory_bytes)}, {self.pids} processes, "
-                f"/tmp {format_size(self.tmp_bytes)}")
-
-
-def _own_cgroup(controller: str) -> str | None:
-    """This process's cgroup path in the v1 hierarchy of ``controller`` (``""`` = v2)."""
-    try:
-        lines = Path("/proc/self/cgroup").read_text().splitlines()
-    except OSError:
-        return None
-    for line in lines:
-        _id, controllers, path = line.split(":", 2)
-        if controllers.split(",") == [controller] or (controller == "" and _id == "0"):
-            return path
-    return None
-
-
-def cgroup_version() -> int | None:
-    """2 (unified with memory and pids), 1 (v1 memory and pids hierarchies) or None."""
-    controllers = CGROUP_ROOT / "cgroup.controllers"
-    if controllers.exists():
-        have = controllers.read_text().split()
-        return 2 if {"memory", "pids"} <= set(have) else None
-    if (CGROUP_ROOT / "memory").is_dir() and (CGROUP_ROOT / "pids").is_dir():
-        return 1
-    return None
-
-
-class SessionCgroup:
-    """The cgroup(s) of one desktop session, created before the session starts, removed after
-    its processes are gone. ``procs_files`` are written with the session's first pid (as root,
-    before it drops privileges) so every process of the session is inside."""
-
-    def __init__(self, limits: DesktopLimits, name: str | None = None) -> None:
-        self.limits = limits
-        self.version = cgroup_version()
-        self.dirs: list[Path] = []
-        name = name or f"holo-desktop-{os.getpid()}-{secrets.token_hex(3)}"
-        if self.version is None:
-            raise OSError("no usable cgroup hierarchy (need cgroup v2 with memory and pids, or "
-                          "the v1 memory and pids controllers)")
-        try:
-            if self.version == 2:
-                self._create_v2(name)
-            else:
-                self._create_v1(name)
-        except BaseException:
-            self.remove()
-            raise
-
-    def _create_v2(self, name: str) -> None:
-        base = CGROUP_ROOT / "holo-desktops"
-        base.mkdir(exist_ok=True)
-        for parent in (CGROUP_ROOT, base):
-            control = parent / "cgroup.subtree_control"
-            enabled = control.read_text().split()
-            for c in ("memory", "pids"):
-                if c not in enabled:
-                    control.write_text(f"+{c}")
-        d = base / name
-        d.mkdir()
-        self.dirs = [d]
-        (d / "memory.max").write_text(str(self.limits.memory_bytes))
-        if (d / "memory.swap.max").exists():
-            (d / "memory.swap.max").write_text("0")
-        (d / "pids.max").write_text(str(self.limits.pids))
-
-    def _create_v1(self, name: str) -> None:
-        own = (_own_cgroup("memory") or "/").lstrip("/")
-        mem = CGROUP_ROOT / "memory" / own / name
-        mem.mkdir()
-        self.dirs.append(mem)
-        (mem / "memory.limit_in_bytes").write_text(str(self.limits.memory_bytes))
-        if (mem / "memory.memsw.limit_in_bytes").exists():
-            (mem / "memory.memsw.limit_in_bytes").write_text(str(self.limits.memory_bytes))
-        own_pids = (_own_cgroup("pids") or "/").lstrip("/")
-        pids = CGROUP_ROOT / "pids" / own_pids / name
-        pids.mkdir()
-        self.dirs.append(pids)
-        (pids / "pids.max").write_text(str(self.limits.pids))
-
-    @property
-    def procs_files(self) -> tuple[str, ...]:
-        return tuple(str(d / "cgroup.procs") for d in self.dirs)
-
-    def breaches(self) -> list[str]:
-        """What limit was hit since the session started (empty when none)."""
-        return cgroup_breaches(self.dirs, self.limits)
-
-    def remove(self) -> None:
-        """Remove the (empty) cgroups; idempotent. Processes must be gone already."""
-        for d in self.dirs:
-            try:
-                d.rmdir()
-            except FileNotFoundError:
-                pass
-            except OSError as exc:
-                log.warning("could not remove cgroup %s: %s", d, exc)
-        self.dirs = []
+                f"{self.cpus:g} CPUs, /tmp {format_size(self.tmp_bytes)}")
 
 
 def _counter(path: Path, key: str) -> int:

@@ -6,9 +6,10 @@ passed to :meth:`LocalSandboxProvider.allow_host_port`. The session itself (see 
 runs under bubblewrap with a fresh tmpfs home. ``reset()`` replaces the whole session (the
 network namespace is kept); ``close()`` removes processes, netns, veth and firewall rules.
 Cleanup also runs at interpreter exit and on SIGTERM; after a SIGKILL every process dies with
-its parent and the next ``start()`` sweeps the network leftovers. Each session is capped
-(memory, processes, /tmp: :class:`~.limits.DesktopLimits`); :meth:`limit_breaches` says which
-cap the current session hit.
+its parent and the next ``start()`` sweeps the network and cgroup leftovers (also
+:meth:`LocalSandboxProvider.sweep_leftovers`, at the end of a run). Each session is capped
+(memory, processes, CPU, /tmp: :class:`~.limits.DesktopLimits`); :meth:`limit_breaches` says
+which cap the current session hit.
 """
 
 from __future__ import annotations
@@ -29,12 +30,14 @@ from typing import TYPE_CHECKING
 from computer_env.desktop.gateway import OSWorldGateway, with_gateway
 from computer_env.desktop.providers import bwrap, netns
 from computer_env.desktop.providers.base import DesktopHandle, DesktopProvider
+from computer_env.desktop.providers.cgroups import sweep_stale_cgroups
 from computer_env.desktop.providers.guest_chrome import ensure_chrome_dir
 from computer_env.desktop.providers.guest_tools import ensure_tools
 from computer_env.desktop.providers.home_template import ensure_template
 from computer_env.desktop.providers.limits import DesktopLimits
-from computer_env.desktop.providers.local_cleanup import (Finalizer, Resources,
-                                                          install_sigterm_handler)
+from computer_env.desktop.providers.local_cleanup import (Finalizer, Leftovers, Resources,
+                                                          install_sigterm_handler,
+                                                          sweep_leftovers)
 from computer_env.desktop.providers.session import (HostSession, SandboxSession,
                                                     host_tools_missing, wait_ready)
 from computer_env.errors import ConfigurationError, VMStartError
@@ -98,6 +101,13 @@ class LocalSandboxProvider(DesktopProvider):
     def from_options(cls, opts: ProviderOptions, variant: str = "") -> LocalSandboxProvider:
         return cls(width=opts.screen[0], height=opts.screen[1], unsandboxed=opts.unsandboxed,
                    limits=opts.limits)
+
+    @staticmethod
+    def sweep_leftovers() -> Leftovers:
+        """Remove what local desktops of dead processes left on this host (network namespaces,
+        veths, firewall chains, session cgroups); a live owner's are kept. Nothing without
+        root."""
+        return sweep_leftovers()
 
     # -- public API ------------------------------------------------------------------------
     @property
@@ -191,6 +201,7 @@ class LocalSandboxProvider(DesktopProvider):
         if missing := host_tools_missing():
             raise ConfigurationError(f"the local desktop needs {', '.join(missing)} installed")
         self._bwrap_bin = bwrap_bin
+        sweep_stale_cgroups()  # those of dead runs (claim_slot sweeps their networks)
         slot = netns.claim_slot()
         self._res.slot = slot
         _no_time_wait(slot.netns)

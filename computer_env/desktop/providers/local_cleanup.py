@@ -1,6 +1,7 @@
 """What a :class:`~.local.LocalSandboxProvider` owns, kept apart from it so that a finalizer
 can release it: at garbage collection, at interpreter exit, and on SIGTERM (a handler chained in
-front of the one installed before)."""
+front of the one installed before). What a process that died without any of these (SIGKILL, a
+killed worker) left behind is removed by :func:`sweep_leftovers`."""
 
 from __future__ import annotations
 
@@ -9,11 +10,13 @@ import shutil
 import signal
 import threading
 import weakref
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
 from typing import Any
 
 from computer_env.desktop.providers import netns
+from computer_env.desktop.providers.cgroups import sweep_stale_cgroups
 from computer_env.desktop.providers.session import HostSession, SandboxSession
 
 
@@ -80,3 +83,20 @@ def install_sigterm_handler() -> None:
             return
         signal.signal(signal.SIGTERM, lambda s, f: _on_sigterm(s, f, previous))
         _handler_installed = True
+
+
+@dataclass
+class Leftovers:
+    """What :func:`sweep_leftovers` removed."""
+
+    slots: list[int] = field(default_factory=list)     # network slots (netns, veth, chain)
+    cgroups: list[Path] = field(default_factory=list)  # session cgroup directories
+
+
+def sweep_leftovers() -> Leftovers:
+    """Remove what local desktops of dead processes left on this host: network namespaces, veth
+    pairs and firewall chains of slots nobody holds, and session cgroups whose owner pid is gone.
+    Needs root (nothing is swept without it); a live owner's desktops are never touched."""
+    if os.geteuid() != 0:
+        return Leftovers()
+    return Leftovers(slots=netns.sweep_stale(), cgroups=sweep_stale_cgroups())

@@ -176,6 +176,16 @@ def _list_netns() -> list[str]:
         return []
 
 
+def owner_pids() -> list[int]:
+    """The pids that own a local desktop network namespace now (from the names)."""
+    pids: set[int] = set()
+    for name in _list_netns():
+        m = re.fullmatch(rf"{NETNS_PREFIX}\d+-(\d+)", name)
+        if m:
+            pids.add(int(m.group(1)))
+    return sorted(pids)
+
+
 def _stale_slots() -> set[int]:
     slots: set[int] = set()
     for name in _list_netns():

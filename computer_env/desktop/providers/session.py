@@ -21,7 +21,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from computer_env import procs
-from computer_env.desktop.providers.limits import DesktopLimits, SessionCgroup, tmp_breach
+from computer_env.desktop.providers.cgroups import SessionCgroup
+from computer_env.desktop.providers.limits import DesktopLimits, tmp_breach
 from computer_env.errors import VMStartError
 
 log = logging.getLogger(__name__)
@@ -67,15 +68,15 @@ _warned_no_cgroup = False
 
 
 def session_cgroup(limits: DesktopLimits) -> SessionCgroup | None:
-    """A cgroup with the memory and process limits, or None (warned once) where cgroups are
-    unusable here; the process count is then capped with RLIMIT_NPROC, memory not at all."""
+    """A cgroup with the memory, process and CPU limits, or None (warned once) where cgroups are
+    unusable here; the process count is then capped with RLIMIT_NPROC, memory and CPU not."""
     global _warned_no_cgroup
     try:
         return SessionCgroup(limits)
     except OSError as exc:
         if not _warned_no_cgroup:
             log.warning("desktop limits: no cgroup (%s); capping processes with RLIMIT_NPROC, "
-                        "memory is NOT capped", exc)
+                        "memory and CPU are NOT capped", exc)
             _warned_no_cgroup = True
         return None
 
@@ -83,7 +84,7 @@ def session_cgroup(limits: DesktopLimits) -> SessionCgroup | None:
 class SandboxSession:
     """A bubblewrap session; ended by killing its pid-namespace init, then every process of its
     outside uid (nothing of the sandbox survives, whatever it forked or setsid'd). Its processes
-    live in their own cgroup (memory and process limits, see :mod:`.limits`)."""
+    live in their own cgroup (memory, process and CPU limits, see :mod:`.cgroups`)."""
 
     def __init__(self, build_argv: Callable[[int], list[str]], *, netns: str, uid: int,
                  log_file: Path, binds: tuple[tuple[str, str], ...] = (),
