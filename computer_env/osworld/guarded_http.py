@@ -10,7 +10,8 @@ or its private networks, whatever the URL's spelling, the hosts file, DNS or a r
   so a name that answers differently between the check and the connect (DNS rebinding) cannot
   lead to this host either.
 - Through a proxy from the environment (``HTTPS_PROXY``...; ``NO_PROXY`` honoured) the proxy
-  connects, so only the check before the request applies there.
+  connects, so only the check before the request applies there (and a name this host cannot
+  resolve is left to the proxy).
 
 A refusal raises :class:`RefusedAddress` (a :class:`~.confine.ConfinementError`, as for a URL
 refused when the task is read) before any byte is sent to that address. ``allow_hosts``
@@ -148,12 +149,13 @@ class GuardedTransport(httpx.BaseTransport):
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         url = request.url
         port = url.port or (443 if url.scheme == "https" else 80)
+        proxy = _env_proxy(url)
         if not _allowed(url.host, port, self.allow):
             try:
                 checked_addresses(url.host, port)
-            except OSError as exc:
-                raise httpx.ConnectError(f"{url.host}: {exc}", request=request) from exc
-        proxy = _env_proxy(url)
+            except OSError as exc:  # through a proxy, the proxy resolves the name
+                if proxy is None:
+                    raise httpx.ConnectError(f"{url.host}: {exc}", request=request) from exc
         if proxy is None:
             return self._direct.handle_request(request)
         if proxy not in self._proxied:

@@ -29,6 +29,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from computer_env.errors import InfraError, SetupError, VMUnreachable
+from computer_env.osworld.confine import asset_hosts
 from computer_env.osworld.context import TaskContext, substitute
 from computer_env.osworld.download import cache_path, cached_fetch, upstream_cache_name
 from computer_env.osworld.errors import SetupUnsupported, Unsupported
@@ -146,7 +147,7 @@ def seed_downloads(ctx: TaskContext, step: SetupStep) -> None:
             continue
         src = cache_path(ctx.download_cache_dir, url)
         if not src.is_file():
-            src = cached_fetch(ctx.download_cache_dir, url)
+            src = cached_fetch(ctx.download_cache_dir, url, allow_hosts=asset_hosts(ctx.vars))
         try:
             os.link(src, dest)
         except OSError:
