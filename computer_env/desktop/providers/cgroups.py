@@ -183,35 +183,52 @@ def remove_cgroup(d: Path, timeout: float = 5.0) -> bool:
         time.sleep(0.01)
 
 
-def _session_parents() -> list[Path]:
-    """The directories that hold this host's session cgroups (as this process creates them)."""
+def _owned(max_depth: int = 6) -> list[tuple[Path, int]]:
+    """Every session cgroup directory of this host, with its owner pid: below
+    ``holo-desktops`` (v2), or anywhere in the first ``max_depth`` levels of the v1 hierarchies
+    (each process creates them below its own cgroup, which differs between processes)."""
     version = cgroup_version()
     if version == 2:
-        return [CGROUP_ROOT / V2_BASE]
-    if version == 1:
-        return [CGROUP_ROOT / c / (own_cgroup(c) or "/").lstrip("/") for c in V1_CONTROLLERS]
-    return []
+        roots = [CGROUP_ROOT / V2_BASE]
+    elif version == 1:
+        roots = [CGROUP_ROOT / c for c in V1_CONTROLLERS]
+    else:
+        return []
+    found: list[tuple[Path, int]] = []
+    level = [d for d in roots if d.is_dir()]
+    for _depth in range(max_depth):
+        below: list[Path] = []
+        for parent in level:
+            try:
+                entries = sorted(e for e in parent.iterdir() if e.is_dir())
+            except OSError:
+                continue
+            for entry in entries:
+                m = _NAME.match(entry.name)
+                if m:
+                    found.append((entry, int(m.group(1))))
+                else:
+                    below.append(entry)
+        level = below
+    return found
+
+
+def session_cgroups(owner: int | None = None) -> list[Path]:
+    """This host's session cgroup directories (of owner pid ``owner`` only, if given)."""
+    return [d for d, pid in _owned() if owner is None or pid == owner]
 
 
 def stale_cgroups() -> list[Path]:
     """Session cgroups whose owner process (the pid in the name) is gone or younger than the
     cgroup (its pid was reused)."""
     found: list[Path] = []
-    for parent in _session_parents():
+    for entry, pid in _owned():
         try:
-            entries = sorted(parent.iterdir())
+            created = entry.stat().st_mtime
         except OSError:
             continue
-        for entry in entries:
-            m = _NAME.match(entry.name)
-            if not m or not entry.is_dir():
-                continue
-            try:
-                created = entry.stat().st_mtime
-            except OSError:
-                continue
-            if not running_since(int(m.group(1)), created):
-                found.append(entry)
+        if not running_since(pid, created):
+            found.append(entry)
     return found
 
 
