@@ -5,12 +5,15 @@ the apps start cleanly: LibreOffice without first-start wizard, tip of the day, 
 bar or document recovery; a readable UTF-8 xterm; the XDG user folders (``~/Desktop`` ...);
 and what OSWorld's tasks expect of their Ubuntu image: ctrl+alt+t opens gnome-terminal, VLC's
 HTTP interface on port 8080 (password ``password``) without the privacy dialog, GIMP without
-tips, a PulseAudio sound card (a null sink at 40 % volume, started on demand by ``pactl``).
+tips, a PulseAudio sound card (a null sink at 40 % volume, started on demand by ``pactl``),
+Google as the browser's default search engine (Chrome's default; Debian's Chromium would
+start with DuckDuckGo).
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import tempfile
@@ -70,6 +73,25 @@ XTerm*selectToClipboard: true
 XTerm*metaSendsEscape: true
 XTerm*termName: xterm-256color
 """
+
+# Google as the default search engine, stored as Chrome stores a user's choice (the profile's
+# Preferences, which Chrome completes on first start; a task may still change it). Google is
+# Chrome's built-in engine 1 (prepopulate_id); the URLs are Chrome's own for it.
+_GOOGLE_SEARCH = {"default_search_provider_data": {"template_url_data": {
+    "id": "2", "short_name": "Google", "keyword": "google.com", "prepopulate_id": 1,
+    "url": "{google:baseURL}search?q={searchTerms}&{google:RLZ}"
+           "{google:originalQueryForSuggestion}{google:assistedQueryStats}"
+           "{google:searchFieldtrialParameter}{google:searchClient}{google:sourceId}"
+           "ie={inputEncoding}",
+    "suggestions_url": "{google:baseSuggestURL}search?{google:searchFieldtrialParameter}"
+                       "client={google:suggestClient}&gs_ri={google:suggestRID}&xssi=t&"
+                       "q={searchTerms}&{google:inputType}{google:cursorPosition}"
+                       "{google:currentPageUrl}{google:pageClassification}"
+                       "{google:searchVersion}{google:sessionToken}{google:prefetchQuery}"
+                       "sugkey={google:suggestAPIKeyParameter}",
+    "favicon_url": "https://www.google.com/favicon.ico", "input_encodings": ["UTF-8"],
+    "safe_for_autoreplace": True, "created_by_policy": 0}}}
+_CHROME_PREFERENCES = json.dumps(_GOOGLE_SEARCH, indent=1) + "\n"
 
 _USER_DIRS = """\
 XDG_DESKTOP_DIR="$HOME/Desktop"
@@ -180,6 +202,8 @@ FILES: dict[str, str] = {
     ".config/GIMP/2.10/gimprc": _GIMPRC,
     ".config/pulse/default.pa": _PULSE_DEFAULT_PA,
     ".config/pulse/daemon.conf": _PULSE_DAEMON_CONF,
+    ".config/google-chrome/Default/Preferences": _CHROME_PREFERENCES,
+    ".config/chromium/Default/Preferences": _CHROME_PREFERENCES,
 }
 if (_rc := _openbox_rc()) is not None:
     FILES[".config/openbox/rc.xml"] = _rc
