@@ -1,82 +1,88 @@
-"""Per-case score bounds and the normalisation ``raw / bound`` clipped to [0, 1].
+"""Per-case normalisers: the expert's score (the divisor) and the provable ceiling (shown).
 
-Each bound comes from RealtimeGym's game code (``tests/harness/test_realtimegym_bounds.py``
-re-derives every number from the installed game and fails when one drifts):
-
-- **Freeway**: the score starts at 100 and loses 1 a turn until the chicken reaches the top
-  (``FreewayEnv.step``); a collision resets the cars. The bound is ``100 - T`` where ``T`` is the
-  fewest turns of a collision-free crossing, found by breadth-first search over (turn, row) on
-  the real game per load and seed (cars depend on the seed): reachable by construction.
-- **Snake**: +1 an apple, -1 and the end on a crash (``SnakeEnv.step``). Three apples appear at
-  the start and one after every turn ``t`` with ``t % 3 == 1``; an apple spawned after turn 97
-  is the last one that can be eaten by turn 100, so 3 + 33 = 36 apples can be eaten at most.
-  The snake grows by one per apple and must fit in the 6 x 6 interior minus the obstacles
-  (1/5/8 on E/M/H), starting at length 1: at most 34/30/27 apples. The bound is the smaller,
-  34/30/27. It is an upper bound from the code; no player is known to reach it.
-- **Overcooked**: the agent's chef earns 20 per delivered onion soup (the recipe value) plus
-  RealtimeGym's shaping: 3 for a useful plate pickup and 5 for picking a soup up; placing an
-  onion earns 0 (``PLACEMENT_IN_POT_REW`` is 0 in RealtimeGym's ``Overcooked_Env``). One soup
-  thus earns at most 28. The number of soups is the most the reference player delivers in 100
-  turns of turn pacing on the layout (3 on cc_easy, 2 on cc_hard and cc_insane), so the bound is
-  reachable; a better player scores above it and clips to 1 (its raw score shows by how much).
-  RealtimeGym's Overcooked ignores the seed (fixed layout, partner seeded with 42).
+RealtimeGym reports the raw reward (``env.reward``); the suite reports it first. The normalised
+score is ``raw / expert``, where ``expert`` is what the search-based player of
+:mod:`computer_env.realtimegym.expert` reaches on that seed of RealtimeGym's own game (its moves
+are recorded and replayed by the tests). It is never clipped: a player better than the expert
+scores above 1, a Snake crash before any apple (-1) below 0. Beside it stands the ceiling of
+:mod:`computer_env.realtimegym.ceiling`, an exact search of a relaxed game that no player can
+beat. Both come from ``expert_scores.json`` (``scripts/realtimegym_expert.py`` regenerates it
+and prints the table).
 """
 
 from __future__ import annotations
 
-from computer_env.realtimegym.games import MAX_TURNS, check_load, game_spec
+import json
+from functools import lru_cache
+from pathlib import Path
 
-FREEWAY_START = 100
-FREEWAY_FASTEST: dict[str, tuple[int, ...]] = {
-    "E": (13, 11, 11, 11, 13, 12, 11, 11),
-    "M": (12, 14, 14, 16, 14, 14, 15, 16),
-    "H": (19, 19, 20, 21, 19, 19, 21, 20),
-}
-"""Fewest turns to the top per load and seed (breadth-first search on the real game)."""
+from pydantic import BaseModel, ConfigDict, ValidationError
 
-SNAKE_INITIAL_APPLES = 3
-SNAKE_SPAWN_EVERY = 3
-SNAKE_INTERIOR = 6 * 6
-SNAKE_OBSTACLES: dict[str, int] = {"E": 1, "M": 5, "H": 8}
-"""RealtimeGym's ``seed_mapping`` gives seeds 1000+/5000+/8000+; obstacles = seed // 1000."""
+from computer_env.errors import ConfigurationError
+from computer_env.realtimegym.games import check_load, game_spec
 
-OVERCOOKED_RECIPE_VALUE = 20
-OVERCOOKED_DISH_PICKUP = 3
-OVERCOOKED_SOUP_PICKUP = 5
-OVERCOOKED_ONION_PLACEMENT = 0
-OVERCOOKED_SOUPS: dict[str, int] = {"E": 3, "M": 2, "H": 2}
-"""Soups delivered in 100 turns by the reference player on cc_easy/cc_hard/cc_insane."""
+SCORES_FILE = Path(__file__).with_name("expert_scores.json")
 
 
-def snake_eatable_apples(max_turns: int = MAX_TURNS) -> int:
-    """Apples that appear early enough to be eaten within ``max_turns`` turns."""
-    spawned_in_time = sum(1 for t in range(1, max_turns) if t % SNAKE_SPAWN_EVERY == 1)
-    return SNAKE_INITIAL_APPLES + spawned_in_time
+class SeedScores(BaseModel):
+    """One seed of one game and load."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    expert: float
+    """What the expert's recorded moves score on RealtimeGym's game (the divisor)."""
+    ceiling: float
+    """The exact optimum of a relaxed game: no player scores more."""
+    reference: float
+    """The rule-based reference player's score (shown for comparison, never a divisor)."""
+    moves: str
+    """The expert's action letters, one a turn (replayed by the tests)."""
 
 
-def snake_apple_cap(load: str) -> int:
-    """The most apples a snake can eat on ``load``: apples in time, and room to grow."""
-    room = SNAKE_INTERIOR - SNAKE_OBSTACLES[check_load(load)] - 1
-    return min(snake_eatable_apples(), room)
+class ExpertScores(BaseModel):
+    """The shipped table: how it was made, and ``cases[game][load][seed]``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    method: dict[str, str]
+    settings: dict[str, int]
+    cases: dict[str, dict[str, dict[str, SeedScores]]]
 
 
-def overcooked_soup_credit() -> int:
-    """The most one soup earns the agent's chef."""
-    return (OVERCOOKED_RECIPE_VALUE + OVERCOOKED_DISH_PICKUP + OVERCOOKED_SOUP_PICKUP
-            + 3 * OVERCOOKED_ONION_PLACEMENT)
+@lru_cache(maxsize=1)
+def expert_table(path: Path = SCORES_FILE) -> ExpertScores:
+    """The shipped expert scores (a bad file names itself and the field)."""
+    try:
+        return ExpertScores.model_validate(json.loads(path.read_text()))
+    except (OSError, ValueError, ValidationError) as exc:
+        raise ConfigurationError(f"{path}: not a valid expert score table ({exc})") from exc
 
 
-def best_score(game: str, load: str, seed: int) -> float:
-    """The normalisation bound of one case (see the module docstring)."""
+def seed_scores(game: str, load: str, seed: int) -> SeedScores:
+    """The recorded expert, ceiling and reference scores of one case."""
     name = game_spec(game).name
-    check_load(load)
-    if name == "freeway":
-        return float(FREEWAY_START - FREEWAY_FASTEST[load][seed])
-    if name == "snake":
-        return float(snake_apple_cap(load))
-    return float(OVERCOOKED_SOUPS[load] * overcooked_soup_credit())
+    try:
+        return expert_table().cases[name][check_load(load)][str(seed)]
+    except KeyError:
+        raise ConfigurationError(
+            f"{SCORES_FILE}: no entry cases.{name}.{load}.{seed}; regenerate it with "
+            "scripts/realtimegym_expert.py") from None
+
+
+def expert_score(game: str, load: str, seed: int) -> float:
+    """The normaliser of one case: the expert's score on that seed."""
+    return seed_scores(game, load, seed).expert
+
+
+def ceiling_score(game: str, load: str, seed: int) -> float:
+    """The provable ceiling of one case (an exact search of a relaxed game)."""
+    return seed_scores(game, load, seed).ceiling
 
 
 def normalize_score(game: str, load: str, seed: int, raw: float) -> float:
-    """``raw / best_score`` clipped to [0, 1] (a Snake crash with no apple, -1, gives 0)."""
-    return min(1.0, max(0.0, float(raw) / best_score(game, load, seed)))
+    """``raw / expert``, unclipped: above 1 beats the expert."""
+    return float(raw) / expert_score(game, load, seed)
+
+
+best_score = expert_score
+"""The former name of :func:`expert_score` (kept for callers of the package API)."""

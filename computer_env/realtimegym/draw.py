@@ -5,8 +5,10 @@ so the suite draws every frame itself from the game's state (the state, rules an
 RealtimeGym's): the same pixels on every machine. Next to the board, never over a cell, each
 frame shows what RealtimeGym's own agents read as text:
 
-- Freeway: each lane's car direction and speed, in a column aligned with the lanes.
-- Snake: column/row numbers around the board and each apple's turns left, in a side column.
+- Freeway: each lane's car direction, speed and turns until its cars next move, in a column
+  aligned with the lanes.
+- Snake: the body in order (numbered from the head, a green gradient from the bright head, the
+  tail yellow), column/row numbers around the board and each apple's turns left.
 - Overcooked: each pot's contents or cooking progress (numbered above its column) and the
   partner's last action, in a side column.
 """
@@ -19,7 +21,7 @@ from PIL import Image, ImageDraw
 
 from computer_env.realtimegym.panel import _font
 
-INFO_WIDTH = 190
+INFO_WIDTH = 270
 MARGIN = 24
 INFO_BG = (24, 26, 32)
 INFO_TEXT = (236, 236, 236)
@@ -56,6 +58,27 @@ def lane_speed(speed: float) -> str:
     return f"{round(1 / s)} cells / turn"
 
 
+def next_move(timer: int, speed: float) -> int:
+    """Turns until a Freeway car next moves: a slow car (``|speed| >= 1``) moves when its
+    timer runs out (``FreewayEnv.step``), a fast one every turn."""
+    return timer + 1 if abs(speed) >= 1 else 1
+
+
+def freeway_lane_labels(raw: Any) -> dict[int, str]:
+    """Each lane's label (rows 1-8): direction, speed and when its cars move next, e.g.
+    ``→ 1 cell / 3 turns, moves in 2``. RealtimeGym's text state gives the same through each
+    car's sub-cell position; cars of one lane share speed and timer (else each is listed)."""
+    lanes: dict[int, list[str]] = {lane: [] for lane in range(1, 9)}
+    for x, y, timer, speed, _length in raw.cars:
+        if x is None or speed is None:
+            continue
+        label = (f"{'→' if speed > 0 else '←'} {lane_speed(speed)}, moves in "
+                 f"{next_move(timer, speed)}")
+        if label not in lanes[y]:
+            lanes[y].append(label)
+    return {lane: " | ".join(labels) or "no cars" for lane, labels in lanes.items()}
+
+
 def draw_freeway(raw: Any) -> Image.Image:
     """The road (9 columns x 10 rows), the chicken, the cars; lane speeds on the right."""
     c = FREEWAY_CELL
@@ -68,13 +91,11 @@ def draw_freeway(raw: Any) -> Image.Image:
             else:
                 fill = (200, 190, 90) if col == 4 else (110, 110, 116)
             draw.rectangle(box, fill=fill, outline=(150, 150, 156))
-    lanes: dict[int, str] = {}
+    lanes = freeway_lane_labels(raw)
     for x, y, _timer, speed, length in raw.cars:
         if x is None or speed is None:
-            lanes.setdefault(y, "no cars")
             continue
         right = speed > 0
-        lanes[y] = f"{'→' if right else '←'} {lane_speed(speed)}"
         cells = [x - k if right else x + k for k in range(length)]
         for k, cx in enumerate(cells):
             if 0 <= cx <= 8:
@@ -92,8 +113,8 @@ def draw_freeway(raw: Any) -> Image.Image:
     x0 = 9 * c + 10
     draw.text((x0, c // 2), "GOAL (row 0)", fill=INFO_TEXT, font=_font(13), anchor="lm")
     for lane in range(1, 9):
-        draw.text((x0, lane * c + c // 2), f"{lanes.get(lane, 'no cars')}", fill=INFO_TEXT,
-                  font=_font(13), anchor="lm")
+        draw.text((x0, lane * c + c // 2), lanes[lane], fill=INFO_TEXT, font=_font(13),
+                  anchor="lm")
     draw.text((x0, 9 * c + c // 2), "START", fill=INFO_TEXT, font=_font(13), anchor="lm")
     return image
 
@@ -101,6 +122,21 @@ def draw_freeway(raw: Any) -> Image.Image:
 # ----- Snake ------------------------------------------------------------------------------
 
 SNAKE_CELL = 48
+
+
+SNAKE_HEAD = (60, 235, 90)
+SNAKE_TAIL = (240, 200, 40)
+
+
+def snake_segment_colour(order: int, length: int) -> tuple[int, int, int]:
+    """A segment's fill: ``order`` 0 is the head (bright green), ``length - 1`` the tail
+    (yellow); the body between darkens step by step toward the tail, so the order shows."""
+    if order == 0:
+        return SNAKE_HEAD
+    if order == length - 1:
+        return SNAKE_TAIL
+    span = max(1, length - 3)
+    return 30, 205 - round(115 * (order - 1) / span), 50
 
 
 def draw_snake(raw: Any) -> Image.Image:
@@ -131,16 +167,20 @@ def draw_snake(raw: Any) -> Image.Image:
         if value > 0:
             draw.ellipse(box(x, y, 10), fill=(220, 30, 30), outline=(90, 10, 10), width=2)
             apples.append((life, x, y))
-    for i, (x, y) in enumerate(raw.snake):
-        head = i == len(raw.snake) - 1
-        draw.rounded_rectangle(box(x, y, 4), radius=10,
-                               fill=(40, 200, 60) if head else (30, 150, 50))
+    n = len(raw.snake)
+    for i, (x, y) in enumerate(raw.snake):  # tail first, head last
+        order = n - 1 - i  # 0 = the head
+        draw.rounded_rectangle(box(x, y, 4), radius=10, fill=snake_segment_colour(order, n))
+        if order:
+            draw.text((left + x * c + c // 2, (b - 1 - y) * c + c // 2), str(order + 1),
+                      fill=(16, 24, 16), font=_font(12), anchor="mm")
     hx, hy = raw.snake[-1]
     ex, ey = {"L": (-1, 0), "R": (1, 0), "U": (0, -1), "D": (0, 1)}[raw.dir]  # screen dy
     cx, cy = left + hx * c + c // 2 + ex * 12, (b - 1 - hy) * c + c // 2 + ey * 12
     draw.ellipse((cx - 5, cy - 5, cx + 5, cy + 5), fill=(0, 0, 0))
     heading = {"L": "left", "R": "right", "U": "up", "D": "down"}[raw.dir]
-    lines = [f"Heading {heading}, length {len(raw.snake)}", "Apples (column, row):"]
+    lines = [f"Heading {heading}, length {len(raw.snake)}",
+             "Body numbered from the head (1);", "tail in yellow", "Apples (column, row):"]
     lines += [f"  ({x}, {y}): {life} turn{'s' if life != 1 else ''} left"
               for life, x, y in sorted(apples)]
     _lines(draw, left + b * c + 10, 10, lines)

@@ -1,28 +1,22 @@
-"""The normalisation bounds of ``computer_env.realtimegym.bounds``, re-derived from RealtimeGym's
-game code (the derivation tests need RealtimeGym and skip with its reason without it)."""
+"""The normalisers of ``computer_env.realtimegym.bounds``: the shipped expert scores, replayed
+and re-searched on RealtimeGym's own games, and the ceilings re-derived by the relaxed searches
+(the game-playing tests need RealtimeGym and skip with its reason without it)."""
 
 from __future__ import annotations
 
 import pytest
 
-from computer_env.base import KeyPress
-from computer_env.realtimegym import (
-    LOADS,
-    SEEDS,
-    GameComputerEnv,
-    ReferencePlayer,
-    all_cases,
-    best_score,
-    normalize_score,
-    realtimegym_available,
-)
-from computer_env.realtimegym import bounds
+from computer_env.realtimegym import all_cases, normalize_score, realtimegym_available
+from computer_env.realtimegym.bounds import ceiling_score, expert_score, seed_scores
+from computer_env.realtimegym.expert import SNAKE_BEAM, expert_plan
+from computer_env.realtimegym.games import LOADS, SEEDS
 
 AVAILABLE, REASON = realtimegym_available()
 needs_realtimegym = pytest.mark.skipif(not AVAILABLE, reason=REASON)
+EVERY_SEED = [(g, x, s) for g in ("freeway", "snake", "overcooked") for x in LOADS for s in SEEDS]
 
 
-def _backend(game: str, load: str, seed: int):  # noqa: ANN202 - RealtimeGym's own objects
+def _fresh(game: str, load: str, seed: int):  # noqa: ANN202 - RealtimeGym's own objects
     from computer_env.realtimegym.backend import RealtimeGymBackend
 
     backend = RealtimeGymBackend(game, load, seed)
@@ -30,90 +24,89 @@ def _backend(game: str, load: str, seed: int):  # noqa: ANN202 - RealtimeGym's o
     return backend
 
 
-def test_bounds_table() -> None:
-    assert [bounds.snake_apple_cap(x) for x in LOADS] == [34, 30, 27]
-    assert bounds.snake_eatable_apples() == 36
-    assert bounds.overcooked_soup_credit() == 28
-    assert [best_score("overcooked", x, 0) for x in LOADS] == [84, 56, 56]
-    assert best_score("freeway", "H", 3) == 100 - 21 and best_score("freeway", "E", 1) == 89
+@pytest.mark.parametrize(("game", "load", "seed"), EVERY_SEED)
+def test_every_case_has_an_expert_below_its_ceiling(game: str, load: str, seed: int) -> None:
+    entry = seed_scores(game, load, seed)
+    assert 0 < entry.expert <= entry.ceiling
+    assert expert_score(game, load, seed) == entry.expert
+    assert ceiling_score(game, load, seed) == entry.ceiling
+
+
+@pytest.mark.parametrize("game", ["snake", "overcooked"])
+def test_no_normaliser_is_the_reference_players_own_score(game: str) -> None:
+    """Where the reference player is not optimal, the expert plays better than it on every
+    seed; Freeway's expert is the exact optimum (its ceiling), which the reference, running the
+    same search, also reaches."""
+    for load in LOADS:
+        for seed in SEEDS:
+            entry = seed_scores(game, load, seed)
+            assert entry.expert > entry.reference, (game, load, seed)
+            assert normalize_score(game, load, seed, entry.reference) < 1
+    for load in LOADS:
+        for seed in SEEDS:
+            entry = seed_scores("freeway", load, seed)
+            assert entry.expert == entry.ceiling
+
+
+def test_normalisation_is_never_clipped() -> None:
     for case in all_cases():
-        assert best_score(case.game, case.load, case.seed) > 0
-
-
-@pytest.mark.parametrize("case", all_cases(), ids=lambda c: c.case_id)
-def test_normalize_is_clipped_and_monotone(case) -> None:  # noqa: ANN001
-    bound = best_score(case.game, case.load, case.seed)
-    raws = [-1000, -1, 0, 1, bound / 2, bound, bound + 1, 1000]
-    values = [normalize_score(case.game, case.load, case.seed, r) for r in raws]
-    assert values == sorted(values) and values[0] == 0.0 and values[-1] == 1.0
-    assert normalize_score(case.game, case.load, case.seed, bound) == 1.0
-    assert normalize_score(case.game, case.load, case.seed, bound / 2) == 0.5
+        expert = expert_score(case.game, case.load, case.seed)
+        assert normalize_score(case.game, case.load, case.seed, expert) == 1.0
+        assert normalize_score(case.game, case.load, case.seed, 1.25 * expert) == 1.25
+        assert normalize_score(case.game, case.load, case.seed, expert / 2) == 0.5
+    assert normalize_score("snake", "E", 0, -1) < 0
 
 
 @needs_realtimegym
-@pytest.mark.parametrize("load", LOADS)
-def test_freeway_fastest_crossings_are_the_games(load: str) -> None:
-    """Breadth-first search over (turn, row) on the real game per seed; playing the path on the
-    real game scores exactly the bound (so it is reachable)."""
-    from computer_env.realtimegym.reference import _freeway_clone, _freeway_plan
-
-    for seed in SEEDS:
-        backend = _backend("freeway", load, seed)
-        assert backend.raw.reward == bounds.FREEWAY_START
-        plan = _freeway_plan(_freeway_clone(backend.raw))
-        assert len(plan) == bounds.FREEWAY_FASTEST[load][seed], (load, seed)
-        for _turn, _pos, action in plan:
+@pytest.mark.parametrize(("game", "load", "seed"), [
+    c for c in EVERY_SEED if c[0] != "overcooked" or c[2] in (0, 5)])
+def test_the_expert_moves_reach_the_recorded_score(game: str, load: str, seed: int) -> None:
+    """The recorded moves, played on a fresh game of the seed, score exactly the expert's
+    score (Overcooked's seeds are one game: two of them)."""
+    entry = seed_scores(game, load, seed)
+    backend = _fresh(game, load, seed)
+    try:
+        for action in entry.moves:
+            assert not backend.terminal
             backend.advance(action)
-        assert backend.terminal and backend.score == best_score("freeway", load, seed)
+        assert backend.score == entry.expert
+    finally:
+        backend.close()
+
+
+@needs_realtimegym
+@pytest.mark.parametrize(("game", "load", "seed"), [
+    ("freeway", "H", 3), ("freeway", "M", 7), ("snake", "E", 1), ("snake", "H", 6)])
+def test_the_expert_search_reproduces_its_moves(game: str, load: str, seed: int) -> None:
+    entry = seed_scores(game, load, seed)
+    backend = _fresh(game, load, seed)
+    moves = "".join(expert_plan(game, backend.raw, snake_beam=SNAKE_BEAM))
+    assert moves == entry.moves
+
+
+@needs_realtimegym
+@pytest.mark.parametrize(("load", "seed"), [("E", 2), ("M", 4), ("H", 6)])
+def test_snake_ceiling_is_the_body_free_optimum(load: str, seed: int) -> None:
+    from computer_env.realtimegym.ceiling import snake_ceiling
+
+    assert snake_ceiling(_fresh("snake", load, seed).raw) == ceiling_score("snake", load, seed)
+    if (load, seed) == ("H", 6):
+        assert ceiling_score("snake", "H", 6) == 23  # the old bound, 27, cannot be reached
 
 
 @needs_realtimegym
 @pytest.mark.parametrize("load", LOADS)
-def test_snake_cap_from_the_games_code(load: str) -> None:
-    """Obstacles and board from the real reset on every seed; apples spawned in time counted on
-    the real game (a one-cell snake is re-placed each turn so that it never dies)."""
-    for seed in SEEDS:
-        raw = _backend("snake", load, seed).raw
-        assert len(raw.obstacle) == bounds.SNAKE_OBSTACLES[load]
-        assert (raw.B - 2) ** 2 == bounds.SNAKE_INTERIOR and len(raw.snake) == 1
-    assert raw.idx == bounds.SNAKE_INITIAL_APPLES  # apples spawned at reset
-    free = [(x, y) for x in range(2, raw.B - 2) for y in range(1, raw.B - 1)
-            if (x, y) not in raw.obstacle and (x - 1, y) not in raw.obstacle]
-    spawned_in_time = 0
-    for turn in range(1, 100):
-        before = raw.idx
-        raw.snake, raw.dir, raw.food = [free[turn % len(free)]], "L", []
-        raw.food_attributes = [[0] * raw.B for _ in range(raw.B)]
-        raw.step("L")
-        assert not raw.terminal, turn
-        spawned_in_time += (raw.idx - before) % len(raw.coords)
-    assert bounds.SNAKE_INITIAL_APPLES + spawned_in_time == bounds.snake_eatable_apples()
+def test_overcooked_ceiling_from_the_relaxed_kitchen(load: str) -> None:
+    from computer_env.realtimegym.ceiling import overcooked_ceiling
 
-
-@needs_realtimegym
-@pytest.mark.parametrize("load", LOADS)
-def test_overcooked_soup_credit_and_reachable_soups(load: str) -> None:
-    """The credit per soup from the real MDP's shaping and recipe; the soups by playing the
-    reference player on the real game (turn pacing), on two seeds (the same game)."""
+    raw = _fresh("overcooked", load, 0).raw
     from realtimegym.environments.overcooked import Recipe
 
-    raw = _backend("overcooked", load, 0).raw
-    shaping = raw.gym_env.base_mdp.reward_shaping_params
-    assert shaping["PLACEMENT_IN_POT_REW"] == bounds.OVERCOOKED_ONION_PLACEMENT
-    assert shaping["DISH_PICKUP_REWARD"] == bounds.OVERCOOKED_DISH_PICKUP
-    assert shaping["SOUP_PICKUP_REWARD"] == bounds.OVERCOOKED_SOUP_PICKUP
-    assert Recipe(("onion",) * 3).value == bounds.OVERCOOKED_RECIPE_VALUE
-    scores = []
-    for seed in (0, 5):
-        env = GameComputerEnv("overcooked", load, seed)
-        player = ReferencePlayer(env)
-        try:
-            while not env.done:
-                env.step(KeyPress(key=player.next_key()))
-            delivered = env.read_state(
-                lambda r: len(r.gym_env.base_env.game_stats["soup_delivery"][0]))
-        finally:
-            env.close()
-        assert delivered == bounds.OVERCOOKED_SOUPS[load]
-        scores.append(env.score)
-    assert scores[0] == scores[1] >= best_score("overcooked", load, 0)
+    recipe = Recipe(("onion",) * 3)
+    me = raw.gym_env.base_env.state.players[0]
+    value = overcooked_ceiling(raw.gym_env.base_mdp, tuple(me.position), tuple(me.orientation),
+                               serve_r=recipe.value, cook=recipe.time)
+    assert value == ceiling_score("overcooked", load, 0) >= expert_score("overcooked", load, 0)
+    # fewer turns never earn more
+    assert overcooked_ceiling(raw.gym_env.base_mdp, tuple(me.position), tuple(me.orientation),
+                              serve_r=recipe.value, cook=recipe.time, turns=30) < value

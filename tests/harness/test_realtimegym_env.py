@@ -30,7 +30,7 @@ from computer_env.realtimegym import (
 log = logging.getLogger(__name__)
 AVAILABLE, REASON = realtimegym_available()
 needs_realtimegym = pytest.mark.skipif(not AVAILABLE, reason=REASON)
-FRAME_SIZES = {"freeway": (540 + 190, 600), "snake": (24 + 384 + 190, 384 + 24)}
+FRAME_SIZES = {"freeway": (540 + 270, 600), "snake": (24 + 384 + 270, 384 + 24)}
 """Board plus the side column (and number margins); Overcooked's depends on the layout."""
 
 

@@ -19,14 +19,15 @@ from tests.harness.suite import ROOT
 
 def _result(game: str, load: str, seed: int, raw: float, bound: float, *,
             tokens: int | None = None, outcome: str = "passed") -> TaskResult:
-    score = min(1.0, max(0.0, raw / bound))
+    score = raw / bound
     case_id = f"{game}/{load}/seed{seed}" + (f"/tokens{tokens}" if tokens else "")
     return TaskResult(
         benchmark="realtimegym", case_id=case_id, domain=game, group=f"{game}/{load}",
         task_id=case_id.split("/", 1)[1], outcome=outcome,  # type: ignore[arg-type]
         score=score if outcome in ("passed", "failed") else None,
         raw_score=raw if outcome in ("passed", "failed") else None,
-        evaluator=[{"bound": bound, "raw_score": raw, "load": load, "pacing": "turn",
+        evaluator=[{"bound": bound, "expert": bound, "ceiling": bound + 3, "raw_score": raw,
+                    "load": load, "pacing": "turn",
                     "turn_seconds": None, "turn_tokens": tokens}])
 
 
@@ -50,7 +51,8 @@ def test_table_per_budget_with_raw_and_normalised() -> None:
     assert set(low.by_load) == {"E", "H"} and low.by_load["E"].mean_raw is None
     summary = summarize(results, reference_policy=False)
     text = format_summary(summary)
-    assert "pacing: turn, 4096 tokens a turn" in text and "(raw 40 / 88)" in text
+    assert "pacing: turn, 4096 tokens a turn" in text
+    assert "raw 40 (expert 88, ceiling 91) → 46.0% n=2" in text
     rows = [r for r in csv.DictReader(io.StringIO(summary_csv(summary)))
             if r["level"] == "game_load"]
     assert {(r["name"], r["pacing"]) for r in rows} >= {
@@ -59,7 +61,18 @@ def test_table_per_budget_with_raw_and_normalised() -> None:
     assert next(r for r in rows if r["name"] == "freeway/E")["mean_raw"] == "40.0"
     page = summary_html(summary)
     assert "RealtimeGym per load — pacing: turn, 4096 tokens a turn" in page
-    assert "<tr><td>freeway</td><td>46.0% (raw 40 / 88) n=2</td><td>—</td><td>—</td></tr>" in page
+    assert ("<tr><td>freeway</td><td>raw 40 (expert 88, ceiling 91) → 46.0% n=2</td>"
+            "<td>—</td><td>—</td></tr>") in page
+
+
+def test_a_player_above_the_expert_shows_above_one() -> None:
+    """raw / expert is never clipped: beating the expert shows as more than 100%."""
+    results = [_result("overcooked", "E", 0, 140, 112), _result("snake", "H", 6, 25, 20)]
+    (table,) = game_tables(results)
+    assert table.cells["overcooked"]["E"].mean_score == 1.25
+    assert table.cells["snake"]["H"].mean_score == 1.25
+    text = format_summary(summarize(results, reference_policy=False))
+    assert "raw 140 (expert 112, ceiling 115) → 125.0% n=1" in text
 
 
 def test_game_table_html_escapes_game_names() -> None:

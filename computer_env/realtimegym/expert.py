@@ -1,0 +1,164 @@
+"""The expert: a search-based player whose score on each seed normalises the benchmark.
+
+Every search steps RealtimeGym's own game objects (copies of the live game), so the rules,
+spawns and rewards are the game's; the expert's plan is a list of action letters that, played
+on a fresh game of the same seed, reaches the recorded score (``expert_scores.json``).
+
+- Freeway: breadth-first search over (turn, row) on copies of the game: the fewest-turns
+  collision-free crossing, i.e. the optimum ``100 - T``.
+- Snake: a beam search over whole episodes: each turn every kept game is stepped with each
+  legal move, duplicates (same body, heading and apples) are merged, and the best ``width``
+  (reward, then room to move, then closeness to an apple) are kept; the best finished game's
+  moves are the plan. It sees the apples the game will spawn (they are in the copied game).
+- Overcooked: rollout policy improvement over the reference cook: each turn, every action is
+  tried on a deep copy of the whole game (partner included) followed by ``horizon`` turns of
+  the reference cook, and the action with the best return is played (ties keep the
+  reference's own choice). The global NumPy generator is restored after each rollout, so the
+  searched game and a replay see the same random draws.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+from computer_env.realtimegym.games import MAX_TURNS
+from computer_env.realtimegym.reference import (
+    _freeway_clone,
+    _freeway_plan,
+    _overcooked_action,
+    _overcooked_view,
+)
+
+SNAKE_BEAM = 500
+"""Games kept per turn by the Snake beam search (about 10 s a seed on one core)."""
+OVERCOOKED_HORIZON = 10
+"""Turns of the reference cook after each tried Overcooked action."""
+_SNAKE_MOVES = {"U": (0, 1), "D": (0, -1), "L": (-1, 0), "R": (1, 0)}
+_REVERSE = {"U": "D", "D": "U", "L": "R", "R": "L"}
+
+
+def expert_plan(game: str, raw: Any, *, snake_beam: int = SNAKE_BEAM,
+                overcooked_horizon: int = OVERCOOKED_HORIZON) -> list[str]:
+    """The expert's moves (action letters) for the fresh game ``raw`` (a RealtimeGym env)."""
+    if game == "freeway":
+        return [action for _turn, _pos, action in _freeway_plan(_freeway_clone(raw))]
+    if game == "snake":
+        return snake_plan(raw, width=snake_beam)
+    if game == "overcooked":
+        return overcooked_plan(raw, horizon=overcooked_horizon)
+    raise ValueError(f"unknown game {game!r}")
+
+
+# ----- Snake ------------------------------------------------------------------------------
+
+def snake_clone(raw: Any) -> Any:
+    """A copy of a Snake game that steps without touching the original (the spawn order,
+    ``coords``, is shared: the game only reads it)."""
+    sim = copy.copy(raw)
+    sim.snake = list(raw.snake)
+    sim.food = list(raw.food)
+    sim.food_attributes = [list(row) for row in raw.food_attributes]
+    sim.observe = dict  # skip building the text observation on every simulated step
+    return sim
+
+
+def snake_moves(sim: Any) -> list[str]:
+    """The moves that change the heading or keep it (a reversal is the game's no-op)."""
+    return [a for a in _SNAKE_MOVES if a != _REVERSE[sim.dir]]
+
+
+def _room(sim: Any) -> int:
+    """Free cells the head can reach (walls, obstacles and body but the tail block), capped at
+    the snake's length: a snake with room for its length is not yet trapped."""
+    size, need = sim.B, len(sim.snake)
+    blocked = set(sim.obstacle) | set(sim.snake[1:-1])
+    start = sim.snake[-1]
+    seen, todo = {start}, deque([start])
+    while todo and len(seen) <= need:
+        x, y = todo.popleft()
+        for dx, dy in _SNAKE_MOVES.values():
+            cell = (x + dx, y + dy)
+            if (cell not in seen and cell not in blocked and 0 < cell[0] < size - 1
+                    and 0 < cell[1] < size - 1):
+                seen.add(cell)
+                todo.append(cell)
+    return min(len(seen) - 1, need)
+
+
+def _apple_gap(sim: Any) -> int:
+    hx, hy = sim.snake[-1]
+    gaps = [abs(x - hx) + abs(y - hy) for x, y in sim.food
+            if sim.food_attributes[x][y][1] > 0]
+    return min(gaps, default=2 * sim.B)
+
+
+def snake_plan(raw: Any, width: int = SNAKE_BEAM) -> list[str]:
+    """Beam search over whole Snake episodes on copies of ``raw`` (see the module doc)."""
+    beam: list[tuple[Any, list[str]]] = [(snake_clone(raw), [])]
+    best: tuple[float, list[str]] = (float(raw.reward), [])
+    while beam:
+        children: dict[tuple[Any, ...], tuple[tuple[float, int, int], Any, list[str]]] = {}
+        for sim, path in beam:
+            for action in snake_moves(sim):
+                child = snake_clone(sim)
+                child.step(action)
+                moves = [*path, action]
+                if child.terminal:
+                    if child.reward > best[0]:
+                        best = (float(child.reward), moves)
+                    continue
+                key = (tuple(child.snake), child.dir, tuple(child.food))
+                rank = (float(child.reward), _room(child), -_apple_gap(child))
+                if key not in children or rank > children[key][0]:
+                    children[key] = (rank, child, moves)
+        kept = sorted(children.values(), key=lambda c: c[0], reverse=True)[:width]
+        beam = [(child, moves) for _rank, child, moves in kept]
+    return best[1]
+
+
+# ----- Overcooked -------------------------------------------------------------------------
+
+OC_ACTIONS = ("U", "D", "L", "R", "I", "S")
+
+
+def _reference_cook(raw: Any) -> str:
+    return _overcooked_action(*_overcooked_view(raw))
+
+
+def _rollout(raw: Any, first: str, horizon: int) -> float:
+    """The reward of ``first`` then ``horizon`` turns of the reference cook, on a deep copy."""
+    import numpy as np  # noqa: PLC0415 - RealtimeGym's dependency, present when its games are
+
+    state = np.random.get_state()
+    try:
+        sim = copy.deepcopy(raw)
+        start = sim.reward
+        sim.go(first)
+        for _ in range(horizon):
+            if sim.terminal or sim.game_turn >= MAX_TURNS:
+                break
+            sim.go(_reference_cook(sim))
+        return float(sim.reward - start)
+    finally:
+        np.random.set_state(state)
+
+
+def overcooked_plan(raw: Any, horizon: int = OVERCOOKED_HORIZON,
+                    on_turn: Callable[[int, float], None] | None = None) -> list[str]:
+    """Rollout policy improvement over the reference cook, played on ``raw`` itself (which
+    ends the episode: pass a fresh game you can spare)."""
+    moves: list[str] = []
+    started = time.monotonic()
+    while not raw.terminal and raw.game_turn < MAX_TURNS:
+        own = _reference_cook(raw)
+        values = {a: _rollout(raw, a, horizon) for a in OC_ACTIONS}
+        choice = max(OC_ACTIONS, key=lambda a: (values[a], a == own))
+        raw.go(choice)
+        moves.append(choice)
+        if on_turn is not None:
+            on_turn(raw.game_turn, time.monotonic() - started)
+    return moves
