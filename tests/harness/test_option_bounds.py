@@ -39,6 +39,17 @@ def test_defaults_and_edge_values_pass() -> None:
     assert edge.endpoints.request_timeout == 0.5 and edge.agent.temperature == 0.0
 
 
+def test_screen_is_bounded_with_a_usage_error_naming_it() -> None:
+    for value in ("100000x100000", "7681x4320", "7680x4321", "319x200", "320x199", "1x1"):
+        with pytest.raises(pytest.UsageError, match=r"^--screen: must be between 320x200 and "
+                                                    r"7680x4320 \(width x height\), got"):
+            _settings("--screen", value)
+    assert _settings("--screen", "320x200").desktops.screen == (320, 200)
+    assert _settings("--screen", "7680X4320").desktops.screen == (7680, 4320)
+    for profile in ("os-helix", "holo-repro"):  # a profile's screen is checked the same way
+        assert _settings("--profile", profile).desktops.screen == (1920, 1080)
+
+
 def test_choices_are_literals_named_by_option() -> None:
     with pytest.raises(pytest.UsageError, match="^--pacing: expected 'turn', 'realtime' or "
                                                 "'wallclock', got 'fast'"):
@@ -64,7 +75,8 @@ def _collect(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.mark.parametrize("option, value", [("--endpoint-retries", "-1"),
-                                           ("--request-timeout", "0"), ("--settle", "-2")])
+                                           ("--request-timeout", "0"), ("--settle", "-2"),
+                                           ("--screen", "100000x100000")])
 def test_the_run_stops_at_start_up_with_the_usage_error(tmp_path: Path, option: str,
                                                         value: str) -> None:
     proc = _collect(tmp_path, f"{option}={value}")
