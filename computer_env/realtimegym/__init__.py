@@ -11,7 +11,12 @@ from computer_env.realtimegym.backend import (
     make_realtimegym_backend,
     realtimegym_available,
 )
-from computer_env.realtimegym.bounds import best_score, normalize_score
+from computer_env.realtimegym.bounds import (
+    best_score,
+    ceiling_score,
+    expert_score,
+    normalize_score,
+)
 from computer_env.realtimegym.cases import SEED_INDEPENDENT, GameCase, all_cases
 from computer_env.realtimegym.clock import TurnClock
 from computer_env.realtimegym.env import GameComputerEnv
@@ -26,6 +31,7 @@ __all__ = [
     "GAMES", "LOADS", "MAX_TURNS", "PANEL_HEIGHT", "SEEDS", "SEED_INDEPENDENT", "SPECS",
     "Button", "ControlPanel", "GameBackend", "GameCase", "GameComputerEnv", "GameFactory",
     "GameSpec", "Pacing", "RealtimeGymBackend", "ReferencePlayer", "ScriptedGame", "TurnClock",
-    "TurnRecord", "action_to_key", "all_cases", "best_score", "game_spec", "key_to_action",
+    "TurnRecord", "action_to_key", "all_cases", "best_score", "ceiling_score", "expert_score",
+    "game_spec", "key_to_action",
     "make_realtimegym_backend", "normalize_score", "realtimegym_available", "toy_factory",
 ]

@@ -129,13 +129,22 @@ def _reference_cook(raw: Any) -> str:
     return _overcooked_action(*_overcooked_view(raw))
 
 
+def _shared_overcooked(raw: Any) -> dict[int, Any]:
+    """A deep-copy memo that shares the kitchen's layout and its motion planner between the
+    game and its copies: both are read-only during play, and the planner alone costs a
+    second a copy."""
+    base = raw.gym_env.base_env
+    shared = [raw.gym_env.base_mdp, base.mdp, getattr(base, "_mlam", None)]
+    return {id(obj): obj for obj in shared if obj is not None}
+
+
 def _rollout(raw: Any, first: str, horizon: int) -> float:
     """The reward of ``first`` then ``horizon`` turns of the reference cook, on a deep copy."""
     import numpy as np  # noqa: PLC0415 - RealtimeGym's dependency, present when its games are
 
     state = np.random.get_state()
     try:
-        sim = copy.deepcopy(raw)
+        sim = copy.deepcopy(raw, _shared_overcooked(raw))
         start = sim.reward
         sim.go(first)
         for _ in range(horizon):
