@@ -94,12 +94,14 @@ class ReferenceEndpoint:
         image_budget: int = 3,
         require_api_key: str | None = None,
         keep_requests: int = 64,
+        extra_models: list[str] | None = None,
     ) -> None:
         self.solutions = dict(solutions or {})
         _validate_solutions(self.solutions)
         self.host, self.port = host, port
         self.policy = policy
         self.model_name = model_name
+        self.extra_models = list(extra_models or [])  # more names the policy answers to
         self.image_budget = image_budget
         self._api_key = require_api_key
         self._faults = FaultPlan.parse(faults)
@@ -164,7 +166,9 @@ class ReferenceEndpoint:
             "metadata": {"harness_check": True, "kind": "reference-policy",
                          "description": "Plays scripted reference solutions; a harness check, "
                                         "not a model score."},
-        }, {
+        }, *({"id": name, "object": "model", "owned_by": "holo-bench",
+              "metadata": {"harness_check": True, "kind": "exploit-policy"}}
+             for name in self.extra_models), {
             "id": JUDGE_MODEL, "object": "model", "owned_by": "holo-bench",
             "metadata": {"harness_check": True, "kind": "reference-judge",
                          "description": "Judges an episode by comparing its actions with the "
@@ -302,7 +306,7 @@ class _Handler(BaseHTTPRequestHandler):
                 return
             self._send(200, payload)
             return
-        if body.get("model") != ep.model_name:
+        if body.get("model") != ep.model_name and body.get("model") not in ep.extra_models:
             self._error(404, f"The model `{body.get('model')}` does not exist; this endpoint "
                              f"serves {ep.model_name!r}.")
             return
