@@ -119,8 +119,14 @@ def _badges(result: dict[str, Any], agent: dict[str, Any], episode: Trajectory |
         out.append(("badge", f"episode: {episode.end}"))
     if agent.get("model"):
         out.append(("badge", f"model: {agent['model']}"))
-    if result.get("reference_policy"):
+    if result.get("exploit"):  # --audit: a hostile policy played, not a model
+        out.append(("refpolicy", f"audit: exploit {result['exploit']} (a harness check, not a "
+                                 "model score)"))
+    elif result.get("reference_policy"):
         out.append(("refpolicy", REFERENCE_LABEL))
+    if result.get("known_task_flaw"):
+        out.append(("badge warn", "known task flaw: " + "; ".join(
+            f"{f.get('exploit')}: {f.get('explanation')}" for f in result["known_task_flaw"])))
     return out
 
 
