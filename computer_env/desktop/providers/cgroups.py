@@ -91,13 +91,20 @@ class SessionCgroup:
         base = CGROUP_ROOT / V2_BASE
         base.mkdir(exist_ok=True)
         available = set((CGROUP_ROOT / "cgroup.controllers").read_text().split())
-        wanted = ["memory", "pids"] + (["cpu"] if "cpu" in available else [])
+        cpu = "cpu" in available
         for parent in (CGROUP_ROOT, base):
             control = parent / "cgroup.subtree_control"
             enabled = control.read_text().split()
-            for c in wanted:
-                if c not in enabled:
+            for c in ("memory", "pids", "cpu"):
+                if c in enabled or (c == "cpu" and not cpu):
+                    continue
+                try:
                     control.write_text(f"+{c}")
+                except OSError as exc:
+                    if c != "cpu":
+                        raise
+                    cpu = False  # e.g. refused while real-time threads run: memory/pids stay
+                    _warn_no_cpu(f"enabling the cpu controller in {parent}: {exc}")
         d = base / name
         d.mkdir()
         self.dirs = [d]
@@ -105,7 +112,7 @@ class SessionCgroup:
         if (d / "memory.swap.max").exists():
             (d / "memory.swap.max").write_text("0")
         (d / "pids.max").write_text(str(self.limits.pids))
-        if "cpu" not in wanted:
+        if not cpu or not (d / "cpu.max").exists():
             _warn_no_cpu("the cgroup v2 cpu controller is not available")
             return
         (d / "cpu.max").write_text(f"{self._quota_us()} {CFS_PERIOD_US}")
