@@ -4,8 +4,9 @@ painted on the screen, and no app's readiness passes a window that is up but sti
 On a real local desktop with real Chromium: a page served slowly by a real local HTTP server (its
 stylesheet, which paints the page green, or the second half of its body, late) is on the screen
 when :func:`wait_until_ready` returns; a DevTools port that never answers is an unscored setup
-failure naming what was waited for. The pure parts (what a probe answer means, where a viewport
-is, what a blank region is) are checked on hand-made values first.
+failure naming what was waited for; an xterm that is up but draws nothing for a while (no
+scrollbar, no prompt, no cursor) is waited for until its text shows. The pure parts (what a probe
+answer means, where a viewport is, what a blank region is) are checked on hand-made values first.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from computer_env.osworld import TaskContext, run_setup
 from computer_env.osworld.context import default_vars
 from computer_env.osworld.ready import AppNotReady, expected_app, screen_problem, wait_until_ready
 from computer_env.osworld.ready_page import page_problem, viewport_box
-from computer_env.osworld.settle import css_rgb, is_blank, screen_image
+from computer_env.osworld.settle import css_rgb, ink_pixels, is_blank, screen_image
 from computer_env.osworld.tasks import parse_task
 from localdesk import local_desktop
 
@@ -188,5 +189,28 @@ def test_devtools_that_never_answer_are_unscored_setup_naming_the_wait(
         run_setup(task.config, ctx)
         with pytest.raises(AppNotReady, match="not ready for input after 25 s: Chrome's DevTools do not answer"):
             wait_until_ready(ctx.client, task, timeout=25)
+    finally:
+        ctx.client.close()
+
+
+@pytest.mark.desktop
+def test_a_window_that_is_up_but_blank_is_waited_for(desktop: Any, tmp_path: Any) -> None:
+    ctx = _context(desktop, tmp_path)
+    late = "sleep 15; echo READY READY READY; sleep 600"  # the slowness under test
+    task = parse_task({"id": "blank-xterm", "instruction": "x", "config": [
+        {"type": "launch", "parameters": {"command": [
+            "xterm", "+sb", "-geometry", "80x24+100+100", "-e", "sh", "-c",
+            f"printf '\\033[?25l'; {late}"]}}],
+        "evaluator": {"func": "exact_match"}})
+    assert expected_app(task).kind == "terminal"
+    try:
+        started = time.monotonic()
+        run_setup(task.config, ctx)
+        report = wait_until_ready(ctx.client, task, timeout=120)
+        shot = screen_image(ctx.client.screenshot())
+        x, y, w, h = report.last["geometry"]
+        ink = ink_pixels(shot, (x, y, x + w, y + h), tuple(report.last["pointer"]))
+        assert ink > 100, (f"the xterm shows {ink} drawn pixels after ready "
+                           f"({time.monotonic() - started:.1f} s): {report.last}")
     finally:
         ctx.client.close()
