@@ -36,7 +36,8 @@ METHOD = {
               "improvement over the reference cook. Each searches copies of RealtimeGym's "
               "own game; the score is its moves replayed on a fresh game of the seed.",
     "ceiling": "computer_env/realtimegym/ceiling.py: Freeway = the exact search above; Snake "
-               "= exact search of a body-free snake; Overcooked = exact search of the agent's "
+               "= exact search of a body-free snake, at most the free cells less the start "
+               "cell (36 - obstacles - 1); Overcooked = exact search of the agent's "
                "chef with free onions, pots ready the cooking time after each soup, no "
                "blocking partner.",
     "reference": "the rule-based reference player (computer_env/realtimegym/reference.py) "
@@ -83,8 +84,9 @@ def ceiling(game: str, load: str, seed: int, expert: float) -> float:
         return expert
     backend = fresh(game, load, seed)
     try:
-        if game == "snake":
-            return float(snake_ceiling(backend.raw))
+        if game == "snake":  # the body-free optimum, and room to grow: 36 cells less
+            room = (backend.raw.B - 2) ** 2 - len(backend.raw.obstacle) - 1  # obstacles, start
+            return float(min(snake_ceiling(backend.raw), room))
         from realtimegym.environments.overcooked import Recipe  # noqa: PLC0415
 
         recipe = Recipe(("onion",) * 3)

@@ -6,7 +6,8 @@
   hits itself); walls, obstacles, headings, spawns and apple lifetimes stay RealtimeGym's
   (each turn is RealtimeGym's own ``step`` on a copy). A forward search over every distinct
   (head, heading, apples) per turn keeps the most apples eaten: exact for the relaxed game,
-  and every real game is also a relaxed one, so no player can eat more.
+  and every real game is also a relaxed one, so no player can eat more. The shipped ceiling
+  is also at most the room to grow (36 cells less the obstacles and the start cell).
 - Overcooked: onions are free and the partner never blocks: every pot refills with three
   onions at once after its soup is taken and is ready the recipe's cooking time later; dishes come from the dispenser (+3 each, as if always useful) or from
   any counter; soups may be parked on counters. The agent's chef is searched exactly over
