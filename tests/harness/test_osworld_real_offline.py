@@ -73,7 +73,13 @@ def test_real_offline_tasks_under_check_evaluators(tmp_path: Path) -> None:
     bad = {c: f"{r['outcome']}: {r['message'][:300]}" for c, r in results.items()
            if r["outcome"] in ("failed", "unscored")}
     assert not bad, json.dumps(bad, indent=1)
+    # the tamper audit has no false alarm: every oracle ran under it, none is tampered
+    audited = [c for c, r in results.items()
+               if any(d.get("check") == "tamper audit" for d in r["evaluator"])]
+    assert all(not r.get("tampered") for r in results.values())
+    assert run.summary["tampered"] == 0
     oracles = set(oracle_index())
+    assert len(audited) >= MIN_ORACLES_PASSED
     passed = set()
     for case, r in results.items():
         if r["outcome"] == "passed":
