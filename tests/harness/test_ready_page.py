@@ -187,7 +187,8 @@ def test_devtools_that_never_answer_are_unscored_setup_naming_the_wait(
         "evaluator": {"func": "exact_match"}})
     try:
         run_setup(task.config, ctx)
-        with pytest.raises(AppNotReady, match="not ready for input after 25 s: Chrome's DevTools do not answer"):
+        with pytest.raises(AppNotReady, match="not ready for input after 25 s: "
+                                              "Chrome's DevTools do not answer"):
             wait_until_ready(ctx.client, task, timeout=25)
     finally:
         ctx.client.close()
