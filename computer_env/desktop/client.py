@@ -176,6 +176,17 @@ class DesktopClient:
         )
         return out.getvalue()
 
+    def settle(self, *, quiet_s: float, cap_s: float, grace_s: float = 0.03
+               ) -> dict[str, Any] | None:
+        """Wait in the desktop until the screen is still (its X server's damage reports);
+        None when the server cannot (an upstream OSWorld VM): compare screenshots instead."""
+        if not self._has("settle"):
+            return None
+        payload = {"quiet_s": quiet_s, "cap_s": cap_s, "grace_s": grace_s}
+        r = self._request("POST", "/settle", json=payload, timeout=cap_s + 15.0,
+                          ok=lambda r: r.status_code in (200, 501))
+        return r.json() if r.status_code == 200 else None
+
     def screen_size(self) -> tuple[int, int]:
         data = self._json("POST", "/screen_size", idempotent=True)
         return int(data["width"]), int(data["height"])

@@ -38,6 +38,13 @@ def create_app(config: ServerConfig) -> Flask:
             return error_response(403, "missing or wrong bearer token")
         return None
 
+    @app.after_request
+    def _note_input(response: Response) -> Response:
+        # any command may have drawn or started something: settling gives it its grace period
+        if request.method == "POST" and request.path != "/settle":
+            app.extensions["desktop_server"].input_done(start=False)
+        return response
+
     @app.errorhandler(RequestError)
     def _request_error(exc: RequestError) -> tuple[Response, int]:
         return error_response(exc.status, exc.message)

@@ -1,4 +1,5 @@
-"""This server's extras (absent on upstream OSWorld VMs): /capabilities, /actions, /type."""
+"""This server's extras (absent on upstream OSWorld VMs): /capabilities, /actions, /type,
+/settle."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ def capabilities() -> Response:
             "type_text": True,
             "verify": state().verifier is not None,
             "formats": list(FORMATS),
+            "settle": state().damage is not None,
             "version": VERSION,
         }
     )
@@ -36,9 +38,11 @@ def actions() -> Response | tuple[Response, int]:
     code = field_str(data, "code")
     timeout = field_number(data, "timeout", 120.0, low=0.1, high=3600)
     try:
-        return jsonify(state().actions.run(code or "", timeout=timeout))
+        result = state().actions.run(code or "", timeout=timeout)
     except WorkerError as exc:
         return error_response(500, str(exc))
+    state().input_done()
+    return jsonify(result)
 
 
 @bp.post("/type")
@@ -58,4 +62,24 @@ def type_text() -> Response | tuple[Response, int]:
         return error_response(400, "field 'text' is not valid Unicode (a lone surrogate)")
     except TypingError as exc:
         return error_response(500, str(exc))
+    finally:
+        state().input_done()
     return jsonify({"status": "success", "typed": len(text)})
+
+
+@bp.post("/settle")
+def settle() -> Response | tuple[Response, int]:
+    """``{quiet_s?, cap_s?, grace_s?}``: wait until the screen has not been drawn on for
+    ``quiet_s`` (default 0.1) and ``grace_s`` (default 0.03) has passed since the last input,
+    at most ``cap_s`` (default 3) -> ``{waited_s, still_s, capped, events}``; from the X
+    server's damage reports (see ``damage.py``). 501 when the display has no DAMAGE."""
+    data = body()
+    quiet = field_number(data, "quiet_s", 0.1, low=0.0, high=60.0)
+    cap = field_number(data, "cap_s", 3.0, low=0.0, high=600.0)
+    grace = field_number(data, "grace_s", 0.03, low=0.0, high=10.0)
+    watcher = state().damage
+    if watcher is None:
+        return error_response(501, "this display has no DAMAGE extension; compare screenshots")
+    r = watcher.settle(quiet_s=quiet, cap_s=cap, grace_s=grace)
+    return jsonify({"waited_s": round(r.waited_s, 4), "still_s": round(r.still_s, 4),
+                    "capped": r.capped, "events": r.events})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -11,10 +12,13 @@ from computer_env.procs import ChildProcesses
 
 if TYPE_CHECKING:
     from computer_env.desktop.server.actions import ActionInterpreter
+    from computer_env.desktop.server.damage import DamageWatcher
     from computer_env.desktop.server.recording import Recorder
     from computer_env.desktop.server.screenshot import ScreenGrabber
     from computer_env.desktop.server.verify_zygote import VerifierRunner
     from computer_env.desktop.server.windows import XQueries
+
+logger = logging.getLogger(__name__)
 
 VERSION = "1.0"
 
@@ -41,6 +45,8 @@ class ServerState:
         self._actions: ActionInterpreter | None = None
         self._recorder: Recorder | None = None
         self._xq: XQueries | None = None
+        self._damage: DamageWatcher | None = None
+        self._damage_tried = False
         self.wallpaper: Path | None = None
         self.verifier: VerifierRunner | None = None
         """Started by the CLI when the server starts (before any agent acts), never later."""
@@ -62,6 +68,29 @@ class ServerState:
 
                 self._xq = XQueries(self.config.display)
             return self._xq
+
+    @property
+    def damage(self) -> "DamageWatcher | None":
+        """The screen's damage watcher; None without DAMAGE (settling falls back to screenshots)."""
+        with self._lock:
+            if self._damage is not None and not self._damage.alive:
+                self._damage, self._damage_tried = None, False  # the display went away
+            if not self._damage_tried:
+                from computer_env.desktop.server.damage import DamageUnavailable, DamageWatcher
+
+                self._damage_tried = True
+                try:
+                    self._damage = DamageWatcher(self.config.display)
+                except DamageUnavailable as exc:
+                    logger.warning("settling falls back to screenshots: %s", exc)
+            return self._damage
+
+    def input_done(self, *, start: bool = True) -> None:
+        """Input was just delivered (or a command that may draw ran): the settle grace period
+        counts from now. ``start=False``: only when the damage watcher already runs."""
+        watcher = self.damage if start else self._damage
+        if watcher is not None:
+            watcher.input_done()
 
     @property
     def actions(self) -> "ActionInterpreter":
@@ -86,6 +115,9 @@ class ServerState:
         """Stop the interpreter, the recording and every child process."""
         with self._lock:
             actions, recorder, screen, xq = self._actions, self._recorder, self._screen, self._xq
+            damage, self._damage = self._damage, None
+        if damage is not None:
+            damage.close()
         if self.verifier is not None:
             self.verifier.close()
         if recorder is not None:

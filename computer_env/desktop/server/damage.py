@@ -1,0 +1,135 @@
+"""When the screen stopped changing, from the X server's own DAMAGE reports.
+
+A watcher thread holds one X connection with a damage object on the root window (without a
+compositor every drawing on the screen damages the root), in ``DamageReportNonEmpty`` mode:
+the server sends one ``DamageNotify`` when the damage region turns non-empty, the watcher
+records the time and clears the region (``DamageSubtract``), which re-arms the report. So the
+time of the last drawing is known to within one round trip, with no screenshot at all.
+
+:meth:`DamageWatcher.settle` waits until the screen has been still for ``quiet_s`` since its
+last drawing and ``grace_s`` has passed since the last input (an app that has handled an event,
+which the delivery confirmation proves, draws its answer within a frame or two); a screen that
+keeps drawing is waited for at most ``cap_s``.
+"""
+
+from __future__ import annotations
+
+import logging
+import select
+import threading
+import time
+from dataclasses import dataclass
+
+logger = logging.getLogger(__name__)
+
+
+class DamageUnavailable(Exception):
+    """No X display or no DAMAGE extension: the caller falls back to comparing screenshots."""
+
+
+@dataclass(frozen=True)
+class Settled:
+    """The outcome of one :meth:`DamageWatcher.settle`."""
+
+    waited_s: float
+    still_s: float  # how long the screen had been still when the wait ended
+    capped: bool  # True: the screen was still changing at ``cap_s``
+    events: int  # damage reports during the wait
+
+
+class DamageWatcher:
+    """The time of the screen's last drawing, kept current by one background thread."""
+
+    def __init__(self, display: str | None) -> None:
+        from Xlib import display as xdisplay
+        from Xlib import error as xerror
+        from Xlib.ext import damage
+
+        try:
+            self._dpy = xdisplay.Display(display)
+        except (xerror.DisplayError, xerror.ConnectionClosedError) as exc:
+            raise DamageUnavailable(f"cannot open the X display: {exc}") from None
+        if not self._dpy.has_extension("DAMAGE"):
+            self._dpy.close()
+            raise DamageUnavailable("the X server has no DAMAGE extension")
+        self._dpy.damage_query_version()
+        info = self._dpy.query_extension("DAMAGE")
+        self._notify = info.first_event + damage.DamageNotifyCode
+        self._damage = self._dpy.screen().root.damage_create(damage.DamageReportNonEmpty)
+        self._dpy.sync()
+        self._lock = threading.Lock()  # the X connection and the fields below
+        self._changed = threading.Condition(self._lock)
+        self.last_damage = 0.0  # monotonic time of the last report; 0: none yet
+        self.last_input = 0.0  # monotonic time the last input was confirmed handled
+        self.reports = 0
+        self._stop = False
+        self._thread = threading.Thread(target=self._run, name="damage", daemon=True)
+        self._thread.start()
+
+    def _drain(self) -> None:
+        """Take every queued event (lock held); a damage report re-arms by clearing the region."""
+        got = False
+        while self._dpy.pending_events():
+            event = self._dpy.next_event()
+            if event.type == self._notify:
+                got = True
+        if got:
+            self.last_damage = time.monotonic()
+            self.reports += 1
+            self._dpy.damage_subtract(self._damage, 0, 0)
+            self._dpy.flush()
+            self._changed.notify_all()
+
+    def _run(self) -> None:
+        fd = self._dpy.fileno()
+        while not self._stop:
+            try:
+                select.select([fd], [], [], 0.5)
+                with self._lock:
+                    if self._stop:
+                        return
+                    self._drain()
+            except Exception:  # noqa: BLE001 - the display went away: settle falls back
+                logger.debug("damage watcher stopped", exc_info=True)
+                self._stop = True
+                return
+
+    @property
+    def alive(self) -> bool:
+        return not self._stop and self._thread.is_alive()
+
+    def input_done(self) -> None:
+        """Note that input was just delivered (the grace period counts from now)."""
+        with self._lock:
+            self.last_input = time.monotonic()
+
+    def settle(self, *, quiet_s: float, cap_s: float, grace_s: float) -> Settled:
+        """Wait until no drawing for ``quiet_s`` and ``grace_s`` after the last input, at most
+        ``cap_s``; see the module docstring."""
+        start = time.monotonic()
+        with self._lock:
+            # every drawing the server did before this round trip is reported before its reply
+            self._dpy.sync()
+            self._drain()
+            before = self.reports
+            while True:
+                now = time.monotonic()
+                ready_at = max(self.last_damage + quiet_s, self.last_input + grace_s)
+                if now >= ready_at or now - start >= cap_s or self._stop:
+                    break
+                self._changed.wait(min(ready_at, start + cap_s) - now)
+                if time.monotonic() >= min(ready_at, start + cap_s):
+                    self._dpy.sync()  # nothing may be in flight when the quiet is declared
+                    self._drain()
+            now = time.monotonic()
+            capped = now - start >= cap_s and now < self.last_damage + quiet_s
+            return Settled(waited_s=now - start, still_s=now - self.last_damage, capped=capped,
+                           events=self.reports - before)
+
+    def close(self) -> None:
+        with self._lock:
+            self._stop = True
+            try:
+                self._dpy.close()
+            except Exception:  # noqa: BLE001
+                logger.debug("closing the damage connection failed", exc_info=True)
