@@ -2,8 +2,23 @@
 
 An oracle is this project's own file ``oracles/<domain>/<task_id>.json``::
 
-    {"task": "<task id>", "note": "what the actions do",
-     "actions": [{"type": "execute", "command": ["bash", "-c", "..."]}, ...]}
+    {"task": "<task id>", "route": "gui", "note": "what the actions do",
+     "actions": [{"type": "pyautogui", "code": "..."}, ...]}
+
+``route`` (required) says how the oracle reaches its result, so that a proof is only counted
+for what it shows:
+
+- ``gui``: clicks, keys and typing in the app's own windows (``pyautogui`` actions, as a model
+  has them), with ``wait_until`` readiness checks in between;
+- ``terminal``: commands typed as keystrokes into a terminal window the oracle opened
+  (``pyautogui`` + ``wait_until`` too; never ``/execute``);
+- ``config``: files edited or commands run through the API (``execute``/``launch``), the app
+  restarted: it shows the evaluator works, not that the app can do the task;
+- ``infeasible``: only declares the task infeasible (true by construction; never a proof that
+  the desktop can do a task).
+
+A ``gui`` or ``terminal`` oracle may hold only ``pyautogui`` and ``wait_until`` actions, an
+``infeasible`` one only ``infeasible``; a ``config`` one may not declare the task infeasible.
 
 Action types (all go through the guest server's OSWorld API, as an agent's actions would):
 
@@ -29,7 +44,7 @@ from functools import cache
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from computer_env.osworld.context import TaskContext, substitute
 from computer_env.osworld.errors import TaskLoadError
@@ -78,14 +93,39 @@ Action = Annotated[Union[Execute, Launch, PyAutoGUI, WaitUntil, Infeasible],
                    Field(discriminator="type")]
 
 
+Route = Literal["gui", "terminal", "config", "infeasible"]
+"""How an oracle reaches its result (see the module docstring)."""
+
+PROOF_ROUTES: tuple[Route, ...] = ("gui", "terminal")
+"""Routes whose passing oracle proves a model could do the task through the desktop's apps."""
+
+ROUTE_ACTIONS: dict[str, frozenset[str]] = {
+    "gui": frozenset({"pyautogui", "wait_until"}),
+    "terminal": frozenset({"pyautogui", "wait_until"}),
+    "config": frozenset({"execute", "launch", "pyautogui", "wait_until"}),
+    "infeasible": frozenset({"infeasible"}),
+}
+"""The action types each route may use."""
+
+
 class Oracle(BaseModel):
     """One task's oracle (see the module docstring)."""
 
     model_config = ConfigDict(extra="forbid")
 
     task: str = Field(min_length=1)
+    route: Route
     note: str = Field(min_length=1)
     actions: list[Action] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _actions_fit_route(self) -> "Oracle":
+        allowed = ROUTE_ACTIONS[self.route]
+        for i, action in enumerate(self.actions):
+            if action.type not in allowed:
+                raise ValueError(f"actions.{i}: a {self.route!r} oracle cannot use "
+                                 f"{action.type!r} actions (allowed: {', '.join(sorted(allowed))})")
+        return self
 
 
 class OracleFailed(AssertionError):
@@ -101,8 +141,9 @@ def load_oracle_file(path: Path) -> Oracle:
         raise TaskLoadError(str(path), f"cannot read oracle: {exc}") from exc
     except ValidationError as exc:
         err = exc.errors()[0]
-        loc = ".".join(str(p) for p in err["loc"]) or "<root>"
-        raise TaskLoadError(str(path), f"field {loc}: {err['msg']}") from exc
+        loc = ".".join(str(p) for p in err["loc"])
+        msg = str(err["msg"]).removeprefix("Value error, ")
+        raise TaskLoadError(str(path), f"field {loc}: {msg}" if loc else msg) from exc
     if oracle.task != path.stem:
         raise TaskLoadError(str(path), f"field task: {oracle.task!r} differs from the file name")
     return oracle
@@ -162,5 +203,5 @@ def _wait_until(client: Any, action: WaitUntil, where: str) -> None:
         time.sleep(0.5)
 
 
-__all__ = ["ORACLE_ROOT", "Oracle", "OracleFailed", "find_oracle", "load_oracle_file",
-           "oracle_index", "run_oracle"]
+__all__ = ["ORACLE_ROOT", "PROOF_ROUTES", "Oracle", "OracleFailed", "Route", "find_oracle",
+           "load_oracle_file", "oracle_index", "run_oracle"]
