@@ -108,6 +108,12 @@ def _state(client: Any, files: list[str]) -> dict[str, Any]:
     return {"error": err[-1] if err else "no answer from the file probe"}
 
 
+class UnparsableResult(EvaluatorInfraError):
+    """A file the evaluator reads does not parse although its saves finished and it is stable:
+    no save is in progress, so it is what was left on the desktop (the harness attributes it to
+    the agent once the agent acted: ``fixtures.integrity``)."""
+
+
 def _check_parses(client: Any, path: str) -> None:
     data = client.read_file(path)
     if data is None:
@@ -116,10 +122,10 @@ def _check_parses(client: Any, path: str) -> None:
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
             bad = archive.testzip()
     except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
-        raise EvaluatorInfraError(f"{path} cannot be parsed after its saves finished "
+        raise UnparsableResult(f"{path} cannot be parsed after its saves finished "
                                   f"({len(data)} bytes): {type(exc).__name__}: {exc}") from exc
     if bad is not None:
-        raise EvaluatorInfraError(f"{path} cannot be parsed after its saves finished: "
+        raise UnparsableResult(f"{path} cannot be parsed after its saves finished: "
                                   f"member {bad} is corrupt")
 
 
@@ -167,4 +173,4 @@ def wait_for_saves(client: Any, task: Task, *, vars: dict[str, str] | None = Non
     return report
 
 
-__all__ = ["SaveReport", "ZIP_SUFFIXES", "evaluated_files", "wait_for_saves"]
+__all__ = ["SaveReport", "UnparsableResult", "ZIP_SUFFIXES", "evaluated_files", "wait_for_saves"]

@@ -83,3 +83,18 @@ def test_audit_of_real_offline_tasks_lists_task_flaws_only(tmp_path: Path) -> No
     r = audit.results()[(infeasible, "give-up")]
     assert r["score"] == 1.0 and r["known_task_flaw"][0]["exploit"] == "give-up"
     assert len(audit.results()) == 2 * len(REAL_EXPLOITS)
+
+
+def test_a_result_file_broken_by_the_agent_is_its_zero_not_unscored(tmp_path: Path) -> None:
+    """Audit finding, fixed: an emptied or retyped spreadsheet the evaluator reads was unscored
+    (``evaluator``: cannot be parsed after its saves finished): a dodged 0."""
+    audit = audit_run(tmp_path, ["do-nothing", "empty-result", "wrong-type-result"],
+                      tasks={"libreoffice_calc": ["calc-total-expenses"]})
+    assert audit.harness_flaws() == [], (audit.harness_flaws(), audit.run.output[-4000:])
+    results = audit.results()
+    for exploit in ("empty-result", "wrong-type-result"):
+        r = results[("libreoffice_calc/calc-total-expenses", exploit)]
+        assert (r["outcome"], r["score"], r["failure_category"]) == \
+            ("failed", 0.0, "result_unreadable"), (exploit, r["message"])
+        assert "cannot be parsed" in r["message"]
+    assert audit.run.rc == 0, audit.run.output[-3000:]
