@@ -176,13 +176,14 @@ class DesktopClient:
         )
         return out.getvalue()
 
-    def settle(self, *, quiet_s: float, cap_s: float, grace_s: float = 0.03
-               ) -> dict[str, Any] | None:
+    def settle(self, *, quiet_s: float, cap_s: float, grace_s: float = 0.03,
+               max_quiet_s: float | None = None) -> dict[str, Any] | None:
         """Wait in the desktop until the screen is still (its X server's damage reports);
         None when the server cannot (an upstream OSWorld VM): compare screenshots instead."""
         if not self._has("settle"):
             return None
-        payload = {"quiet_s": quiet_s, "cap_s": cap_s, "grace_s": grace_s}
+        payload = {"quiet_s": quiet_s, "cap_s": cap_s, "grace_s": grace_s,
+                   "max_quiet_s": max(quiet_s, max_quiet_s or quiet_s)}
         r = self._request("POST", "/settle", json=payload, timeout=cap_s + 15.0,
                           ok=lambda r: r.status_code in (200, 501))
         return r.json() if r.status_code == 200 else None

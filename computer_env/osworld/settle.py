@@ -107,13 +107,14 @@ def wait_until_settled(client: Any, *, quiet_s: float = 1.0, cap_s: float = 10.0
     """Wait until the screen is still, at most ``cap_s``; returns the seconds waited.
 
     On this project's desktop server, from the X server's damage reports: no drawing for
-    ``still_s`` (exact, so a screen that does not change costs a few milliseconds). Elsewhere
+    ``still_s`` (exact, so a screen that does not change costs a few milliseconds), up to
+    ``quiet_s`` for a screen that draws in bursts. Elsewhere
     (an upstream OSWorld VM) small JPEG screenshots every ``poll_s`` until none changed for
     ``quiet_s``.
     """
     start = time.monotonic()
     settle = getattr(client, "settle", None)
-    answer = settle(quiet_s=still_s, cap_s=cap_s) if settle is not None else None
+    answer = settle(quiet_s=min(still_s, quiet_s), cap_s=cap_s, max_quiet_s=quiet_s) if settle is not None else None
     if answer is not None:
         if answer.get("capped"):
             logger.info("screen still changing after %.1f s (cap); going on", cap_s)

@@ -99,3 +99,17 @@ def test_a_command_that_draws_nothing_costs_only_the_grace(client: DesktopClient
     client.execute(["true"])
     answer = client.settle(quiet_s=0.1, cap_s=3.0, grace_s=0.03)
     assert answer is not None and answer["waited_s"] < 0.1
+
+
+def test_a_screen_drawing_in_bursts_is_not_taken_as_still(client: DesktopClient) -> None:
+    """Drawing every ~0.15 s: each pause is longer than ``quiet_s`` (0.1) but the screen is
+    busy; the pauses seen before set the quiet needed (up to ``max_quiet_s``)."""
+    client.launch(["xterm", "-T", "burst-term", "-geometry", "80x20+0+0", "-e", "bash", "-c",
+                   "while true; do date +%N; sleep 0.15; done"])
+    wait_for(lambda: "burst-term" in _windows(client), "the bursting xterm")
+    try:
+        answer = client.settle(quiet_s=0.1, max_quiet_s=0.5, cap_s=1.5)
+        assert answer is not None and answer["capped"] is True, answer
+    finally:
+        client.execute(["wmctrl", "-c", "burst-term"])
+    wait_for(lambda: "burst-term" not in _windows(client), "the bursting xterm to close")

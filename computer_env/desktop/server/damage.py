@@ -9,7 +9,9 @@ time of the last drawing is known to within one round trip, with no screenshot a
 :meth:`DamageWatcher.settle` waits until the screen has been still for ``quiet_s`` since its
 last drawing and ``grace_s`` has passed since the last input (an app that has handled an event,
 which the delivery confirmation proves, draws its answer within a frame or two); a screen that
-keeps drawing is waited for at most ``cap_s``.
+keeps drawing is waited for at most ``cap_s``. A screen that draws in bursts (a progress bar,
+a terminal printing every 0.1 s) must stay still for twice its recent longest pause between
+drawings, up to ``max_quiet_s``, so a pause between two bursts is not taken for the end.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import logging
 import select
 import threading
 import time
+from collections import deque
 from dataclasses import dataclass
 
 logger = logging.getLogger(__name__)
@@ -62,6 +65,7 @@ class DamageWatcher:
         self.last_damage = 0.0  # monotonic time of the last report; 0: none yet
         self.last_input = 0.0  # monotonic time the last input was confirmed handled
         self.reports = 0
+        self._recent: deque[float] = deque(maxlen=32)  # times of the latest reports
         self._stop = False
         self._thread = threading.Thread(target=self._run, name="damage", daemon=True)
         self._thread.start()
@@ -75,6 +79,7 @@ class DamageWatcher:
                 got = True
         if got:
             self.last_damage = time.monotonic()
+            self._recent.append(self.last_damage)
             self.reports += 1
             self._dpy.damage_subtract(self._damage, 0, 0)
             self._dpy.flush()
@@ -103,9 +108,22 @@ class DamageWatcher:
         with self._lock:
             self.last_input = time.monotonic()
 
-    def settle(self, *, quiet_s: float, cap_s: float, grace_s: float) -> Settled:
-        """Wait until no drawing for ``quiet_s`` and ``grace_s`` after the last input, at most
-        ``cap_s``; see the module docstring."""
+    def _quiet_needed(self, quiet_s: float, max_quiet_s: float) -> float:
+        """``quiet_s``, or twice the longest pause between the reports of the last
+        ``2 * max_quiet_s`` seconds when the screen drew in bursts (at most ``max_quiet_s``)."""
+        since = self.last_damage - 2 * max_quiet_s
+        times = [t for t in self._recent if t >= since]
+        if len(times) < 3:
+            return quiet_s
+        pause = max(b - a for a, b in zip(times, times[1:]))
+        return min(max_quiet_s, max(quiet_s, 2 * pause))
+
+    def settle(self, *, quiet_s: float, cap_s: float, grace_s: float,
+               max_quiet_s: float | None = None) -> Settled:
+        """Wait until no drawing for ``quiet_s`` (longer for a screen drawing in bursts, up to
+        ``max_quiet_s``) and ``grace_s`` after the last input, at most ``cap_s``; see the
+        module docstring."""
+        longest = max(quiet_s, max_quiet_s if max_quiet_s is not None else quiet_s)
         start = time.monotonic()
         with self._lock:
             # every drawing the server did before this round trip is reported before its reply
@@ -114,7 +132,8 @@ class DamageWatcher:
             before = self.reports
             while True:
                 now = time.monotonic()
-                ready_at = max(self.last_damage + quiet_s, self.last_input + grace_s)
+                quiet = self._quiet_needed(quiet_s, longest)
+                ready_at = max(self.last_damage + quiet, self.last_input + grace_s)
                 if now >= ready_at or now - start >= cap_s or self._stop:
                     break
                 self._changed.wait(min(ready_at, start + cap_s) - now)
@@ -122,7 +141,8 @@ class DamageWatcher:
                     self._dpy.sync()  # nothing may be in flight when the quiet is declared
                     self._drain()
             now = time.monotonic()
-            capped = now - start >= cap_s and now < self.last_damage + quiet_s
+            capped = now - start >= cap_s and \
+                now < self.last_damage + self._quiet_needed(quiet_s, longest)
             return Settled(waited_s=now - start, still_s=now - self.last_damage, capped=capped,
                            events=self.reports - before)
 

@@ -69,17 +69,19 @@ def type_text() -> Response | tuple[Response, int]:
 
 @bp.post("/settle")
 def settle() -> Response | tuple[Response, int]:
-    """``{quiet_s?, cap_s?, grace_s?}``: wait until the screen has not been drawn on for
-    ``quiet_s`` (default 0.1) and ``grace_s`` (default 0.03) has passed since the last input,
-    at most ``cap_s`` (default 3) -> ``{waited_s, still_s, capped, events}``; from the X
+    """``{quiet_s?, max_quiet_s?, cap_s?, grace_s?}``: wait until the screen has not been
+    drawn on for ``quiet_s`` (default 0.1; up to ``max_quiet_s`` for a screen drawing in
+    bursts) and ``grace_s`` (default 0.03) has passed since the last input, at most ``cap_s``
+    (default 3) -> ``{waited_s, still_s, capped, events}``; from the X
     server's damage reports (see ``damage.py``). 501 when the display has no DAMAGE."""
     data = body()
     quiet = field_number(data, "quiet_s", 0.1, low=0.0, high=60.0)
     cap = field_number(data, "cap_s", 3.0, low=0.0, high=600.0)
     grace = field_number(data, "grace_s", 0.03, low=0.0, high=10.0)
+    longest = field_number(data, "max_quiet_s", quiet, low=0.0, high=60.0)
     watcher = state().damage
     if watcher is None:
         return error_response(501, "this display has no DAMAGE extension; compare screenshots")
-    r = watcher.settle(quiet_s=quiet, cap_s=cap, grace_s=grace)
+    r = watcher.settle(quiet_s=quiet, cap_s=cap, grace_s=grace, max_quiet_s=longest)
     return jsonify({"waited_s": round(r.waited_s, 4), "still_s": round(r.still_s, 4),
                     "capped": r.capped, "events": r.events})
