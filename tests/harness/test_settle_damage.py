@@ -54,7 +54,7 @@ def test_drawing_screen_is_waited_for_up_to_the_cap(client: DesktopClient) -> No
                    "while true; do date +%N; sleep 0.05; done"])
     wait_for(lambda: "busy-term" in _windows(client), "the busy xterm")
     try:
-        answer = client.settle(quiet_s=0.1, cap_s=1.0)
+        answer = client.settle(quiet_s=0.1, max_quiet_s=0.5, cap_s=1.0)
         assert answer is not None and answer["capped"] is True and answer["events"] > 3
         assert answer["waited_s"] >= 1.0
     finally:
