@@ -2,8 +2,8 @@
 
 Run time on a loaded 2-core machine is kept to minutes by the selection: one built-in OSWorld
 task, one synthesized example and one RealtimeGym seed, each against EVERY exploit that applies
-(one suite run); then two real offline OSWorld tasks (an infeasible one and one whose evaluator
-runs a command in the desktop) against the trivial policies, the hooks, answer copying and the
+(one suite run); then three real offline OSWorld tasks (an infeasible one, two whose evaluators run
+commands in the desktop) against the trivial policies, the hooks, answer copying and the
 desktop-server kill (a second run, OSWorld's own evaluator). Any harness flaw fails; the
 infeasible task's give-up pass is a task flaw, listed, and marked in its result.
 """
@@ -31,7 +31,8 @@ pytestmark = [
 ]
 
 REAL_TASKS = {"os": ["a462a795-fdc7-4b23-b689-e8b6df786b78",   # infeasible
-                     "b6781586-6346-41cd-935a-a6b1487918fc"]}  # is_utc_0: a command's output
+                     "28cc3b7e-b194-4bc9-8353-d04c0f4d56d2"],  # a shell pipeline's output
+              "multi_apps": ["937087b6-f668-4ba6-9110-60682ee33441"]}  # xdg-mime's answer
 REAL_EXPLOITS = ["give-up", "done-at-once", "do-nothing", "python-startup-hook", "path-shadow",
                  "shell-rc", "preload-env", "copy-answers", "kill-desktop-server"]
 
@@ -82,7 +83,8 @@ def test_audit_of_real_offline_tasks_lists_task_flaws_only(tmp_path: Path) -> No
     assert tasks == {(infeasible, "give-up"): INFEASIBLE_BY_DESIGN}, tasks
     r = audit.results()[(infeasible, "give-up")]
     assert r["score"] == 1.0 and r["known_task_flaw"][0]["exploit"] == "give-up"
-    assert len(audit.results()) == 2 * len(REAL_EXPLOITS)
+    assert len(audit.results()) == 3 * len(REAL_EXPLOITS)
+    assert all(r["outcome"] != "skipped" for r in audit.results().values())
 
 
 def test_a_result_file_broken_by_the_agent_is_its_zero_not_unscored(tmp_path: Path) -> None:
