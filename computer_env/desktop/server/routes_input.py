@@ -47,7 +47,9 @@ def actions() -> Response | tuple[Response, int]:
 
 @bp.post("/type")
 def type_text() -> Response | tuple[Response, int]:
-    """``{text, delay_ms?}``: type Unicode text into the focused window (xdotool)."""
+    """``{text, delay_ms?}``: type Unicode text into the focused window (xdotool); ``delay_ms``
+    between keystrokes, default 0: the X server queues them in order, the app takes them at
+    its pace, and the reply waits for its delivery confirmation."""
     from computer_env.desktop.server.text_input import TypingError
     from computer_env.desktop.server.text_input import type_text as xdotool_type
 
@@ -55,7 +57,7 @@ def type_text() -> Response | tuple[Response, int]:
     text = data.get("text")
     if not isinstance(text, str) or text == "":
         return error_response(400, "field 'text' is required (a non-empty string)")
-    delay = int(field_number(data, "delay_ms", 12, low=0, high=1000))
+    delay = int(field_number(data, "delay_ms", 0, low=0, high=1000))
     try:
         xdotool_type(text, delay_ms=delay)
     except UnicodeError:

@@ -34,6 +34,11 @@ from computer_env.desktop.server.delivery import (PING_TIMEOUT_S, active_window,
 logger = logging.getLogger(__name__)
 
 QUARANTINE_S = 1.0  # a place is rebound only this long after its last key press
+RECYCLE_DELAY_MS = 12
+"""Keystroke delay for text that needs more places than the keymap has: an app without
+_NET_WM_PING (xterm) must keep up with the presses before their places are rebound. Text that
+fits (all ASCII, and most other text) is typed without any delay: the X server queues the
+keystrokes in order and the delivery confirmation waits until the app has handled them."""
 RESERVE_KEYCODES = 1  # unused keycodes left alone (xdotool's scratch key for `xdotool key`)
 _OWNED_ATOM = "_COMPUTER_ENV_TYPING_KEYCODES"  # root property: keycodes this module manages
 
@@ -220,7 +225,7 @@ def _open_display() -> xdisplay.Display:
         raise TypingError(f"cannot open the X display: {exc}") from None
 
 
-def type_text(text: str, *, delay_ms: int = 12, timeout: float | None = None) -> None:
+def type_text(text: str, *, delay_ms: int = 0, timeout: float | None = None) -> None:
     """Type ``text`` into the focused window; each newline is a Return press.
 
     Raises ``ValueError`` for text that is not valid Unicode (lone surrogates).
@@ -228,7 +233,7 @@ def type_text(text: str, *, delay_ms: int = 12, timeout: float | None = None) ->
     data = text.replace("\r\n", "\n")
     data.encode("utf-8")  # UnicodeEncodeError (a ValueError) before anything is typed
     if timeout is None:
-        timeout = 30.0 + len(text) * (delay_ms + 5) / 1000.0 + QUARANTINE_S * (len(text) // 20)
+        timeout = 30.0 + len(text) * (max(delay_ms, RECYCLE_DELAY_MS) + 5) / 1000.0 + QUARANTINE_S * (len(text) // 20)
     deadline = time.monotonic() + timeout
     with _LOCK:
         dpy = _open_display()
@@ -238,6 +243,9 @@ def type_text(text: str, *, delay_ms: int = 12, timeout: float | None = None) ->
                 logger.warning("no unused keycodes: non-ASCII characters may be lost")
                 slots = None
             lines = data.split("\n")
+            if slots is not None and len({keysym_for(c) for c in data if _mappable(c)}
+                                         - slots.base) > slots.capacity:
+                delay_ms = max(delay_ms, RECYCLE_DELAY_MS)
             for i, line in enumerate(lines):
                 pieces = _segments(line, slots) if line else []
                 for piece, need in pieces:
