@@ -7,6 +7,7 @@ its adaptive per-row filter selection (all five PNG filters on every row), which
 three times as much as the deflate itself at level 1. This writer uses filter type 0 ("None")
 on every row, which is lossless like any PNG and compresses screen content about as well, and
 deflates with ISA-L (``isal``) when it is installed, else with the standard library's zlib.
+With more than one core, JPEG and PNG are encoded in bands on threads (:mod:`.bands`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from typing import Any, Literal
 
 from PIL import Image
 
+from computer_env.desktop.server import bands
+
 logger = logging.getLogger(__name__)
 
 ImageFormat = Literal["png", "jpeg", "webp"]
@@ -34,12 +37,13 @@ DEFAULT_QUALITY: dict[ImageFormat, int] = {"png": 1, "jpeg": 85, "webp": 80}
 _PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
-def _isal_compressobj() -> Callable[[int], Any] | None:
+def _isal_compressobj() -> Callable[..., Any] | None:
     try:
         from isal import isal_zlib  # type: ignore[import-not-found]
     except ImportError:
         return None
-    return lambda level: isal_zlib.compressobj(min(level, isal_zlib.ISAL_BEST_COMPRESSION))
+    return lambda level, wbits=15: isal_zlib.compressobj(
+        min(level, isal_zlib.ISAL_BEST_COMPRESSION), isal_zlib.DEFLATED, wbits)
 
 
 _ISAL = _isal_compressobj()
@@ -51,11 +55,12 @@ def deflate_backend() -> str:
     return "isal" if _ISAL is not None else "zlib"
 
 
-def _compressor(level: int) -> Any:
-    """A zlib-stream compressor: ISA-L for the fast levels when available, else zlib."""
+def _compressor(level: int, wbits: int = 15) -> Any:
+    """A zlib-stream compressor (``wbits=-15``: raw deflate): ISA-L for the fast levels when
+    available, else zlib."""
     if _ISAL is not None and 1 <= level <= 3:
-        return _ISAL(level)
-    return zlib.compressobj(level)
+        return _ISAL(level, wbits)
+    return zlib.compressobj(level, zlib.DEFLATED, wbits)
 
 
 def _chunk(kind: bytes, payload: bytes) -> bytes:
@@ -72,6 +77,13 @@ def encode_png(image: Image.Image, level: int = 1) -> bytes:
     if image.mode != "RGB":
         image = image.convert("RGB")
     width, height = image.size
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)  # 8-bit truecolour
+    count = bands.bands_now()
+    if count > 1 and height >= 2 * count:  # bands deflated on threads
+        stream = bands.deflate_bands(image, lambda: _compressor(max(0, min(9, level)), -15),
+                                     count)
+        return b"".join((_PNG_SIGNATURE, _chunk(b"IHDR", header), _chunk(b"IDAT", stream),
+                         _chunk(b"IEND", b"")))
     stride = width * 3
     band_rows = max(1, _BAND_BYTES // stride)
     comp = _compressor(max(0, min(9, level)))
@@ -83,7 +95,6 @@ def encode_png(image: Image.Image, level: int = 1) -> bytes:
         idat.append(comp.compress(b"\0".join(
             [b"", *(view[i:i + stride] for i in range(0, len(band), stride))])))
     idat.append(comp.flush())
-    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)  # 8-bit truecolour
     return b"".join((_PNG_SIGNATURE, _chunk(b"IHDR", header), _chunk(b"IDAT", b"".join(idat)),
                      _chunk(b"IEND", b"")))
 
@@ -95,7 +106,7 @@ def encode(image: Image.Image, fmt: ImageFormat, quality: int | None = None) -> 
         return encode_png(image, q)
     out = io.BytesIO()
     if fmt == "jpeg":
-        image.save(out, "JPEG", quality=q)  # Pillow's default: 4:2:0, no optimize pass
+        return bands.encode_jpeg(image, q)  # Pillow's default: 4:2:0, no optimize pass
     else:
         image.save(out, "WEBP", quality=q, method=0)
     return out.getvalue()

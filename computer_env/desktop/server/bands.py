@@ -1,0 +1,146 @@
+"""Encoding a screenshot in horizontal bands on several threads, into one ordinary file.
+
+JPEG: every band is encoded alone with a restart marker after each MCU row (the entropy coder
+and the DC prediction start afresh there) and the same standard tables; the bands' scans are
+then joined with the restart marker that comes next, under the first band's headers with the
+full height. Bands are multiples of 128 pixel rows (8 MCU rows of 16), so every band's own
+markers continue the RST0-RST7 cycle where the band before it stopped. The decoded pixels are
+exactly those of a one-piece encoding.
+
+PNG: every band of filtered rows is deflated as a raw stream ending on a byte boundary (a sync
+flush), the last one finished; joined under one zlib header with the Adler-32 of all rows, they
+are one valid zlib stream (as pigz does).
+
+Pillow's and ISA-L's/zlib's encoders release the GIL, so the bands really run in parallel.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import struct
+import zlib
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from PIL import Image
+
+_JPEG_BAND_ROWS = 128  # a multiple of 8 MCU rows of 16 pixels (4:2:0)
+_RST7 = b"\xff\xd7"
+_EOI = b"\xff\xd9"
+MAX_BANDS = max(1, min(4, os.cpu_count() or 1))
+"""Bands (and threads) per image; one band: no threads at all."""
+
+_POOL: ThreadPoolExecutor | None = None
+
+
+def bands_now() -> int:
+    """How many bands to use now: one per core left idle by the host's load (1-minute
+    average), at most ``MAX_BANDS``; on a saturated host threads only add switching."""
+    if MAX_BANDS == 1:
+        return 1
+    try:
+        idle = (os.cpu_count() or 1) - os.getloadavg()[0]
+    except OSError:
+        return MAX_BANDS
+    return max(1, min(MAX_BANDS, int(idle + 0.5)))
+
+
+def _pool() -> ThreadPoolExecutor:
+    global _POOL
+    if _POOL is None:
+        _POOL = ThreadPoolExecutor(MAX_BANDS, thread_name_prefix="encode-band")
+    return _POOL
+
+
+def band_rows(height: int, bands: int, multiple: int) -> list[tuple[int, int]]:
+    """``(top, bottom)`` of up to ``bands`` bands; every top a multiple of ``multiple``."""
+    step = max(multiple, (height // max(1, bands)) // multiple * multiple)
+    tops = list(range(0, height, step))[:bands]
+    return [(top, tops[i + 1] if i + 1 < len(tops) else height) for i, top in enumerate(tops)]
+
+
+def _scan_start(data: bytes) -> tuple[int, int]:
+    """Offsets of the SOF0 segment and of the first entropy-coded byte (after the SOS)."""
+    i, sof = 2, -1
+    while i + 4 <= len(data) and data[i] == 0xFF:
+        marker, length = data[i + 1], struct.unpack_from(">H", data, i + 2)[0]
+        if marker == 0xC0:
+            sof = i
+        if marker == 0xDA:
+            if sof < 0:
+                break
+            return sof, i + 2 + length
+        i += 2 + length
+    raise ValueError("not a baseline JPEG with one scan")
+
+
+def _jpeg_band(image: Image.Image, box: tuple[int, int], quality: int) -> bytes:
+    band = image.crop((0, box[0], image.width, box[1]))
+    out = io.BytesIO()
+    band.save(out, "JPEG", quality=quality, restart_marker_rows=1)
+    return out.getvalue()
+
+
+def encode_jpeg(image: Image.Image, quality: int) -> bytes:
+    """Baseline 4:2:0 JPEG of ``image``, encoded in bands on threads (see the module)."""
+    bands = band_rows(image.height, bands_now(), _JPEG_BAND_ROWS)
+    if len(bands) == 1:
+        out = io.BytesIO()
+        image.save(out, "JPEG", quality=quality)
+        return out.getvalue()
+    parts = list(_pool().map(lambda box: _jpeg_band(image, box, quality), bands))
+    sof, start = _scan_start(parts[0])
+    head = bytearray(parts[0][:start])
+    struct.pack_into(">H", head, sof + 5, image.height)  # SOF0: length, precision, height
+    chunks: list[bytes] = [bytes(head), parts[0][start:-2]]
+    for part in parts[1:]:
+        chunks += [_RST7, part[_scan_start(part)[1]:-2]]
+    chunks.append(_EOI)
+    return b"".join(chunks)
+
+
+def _filtered(image: Image.Image, box: tuple[int, int]) -> bytes:
+    """Rows ``box`` of an RGB image, each behind its PNG filter-type byte 0."""
+    width = image.width
+    stride = width * 3
+    data = image.crop((0, box[0], width, box[1])).tobytes()
+    view = memoryview(data)
+    return b"\0".join([b"", *(view[i:i + stride] for i in range(0, len(data), stride))])
+
+
+def adler32_combine(first: int, second: int, second_len: int) -> int:
+    """The Adler-32 of two byte strings joined, from theirs (zlib's ``adler32_combine``)."""
+    base = 65521
+    rem = second_len % base
+    sum1 = first & 0xFFFF
+    sum2 = (rem * sum1) % base
+    sum1 += (second & 0xFFFF) + base - 1
+    sum2 += ((first >> 16) & 0xFFFF) + ((second >> 16) & 0xFFFF) + base - rem
+    sum1 -= base if sum1 >= base else 0
+    sum1 -= base if sum1 >= base else 0
+    sum2 -= 2 * base if sum2 >= 2 * base else 0
+    sum2 -= base if sum2 >= base else 0
+    return sum1 | (sum2 << 16)
+
+
+def deflate_bands(image: Image.Image, compressor: Any, count: int) -> bytes:
+    """The zlib stream (header, deflate, Adler-32) of ``image``'s filtered rows, in ``count``
+    bands deflated on threads; ``compressor()`` makes a raw-deflate compressor. Each thread
+    keeps only its own band's rows."""
+    rows = -(-image.height // max(1, count))
+    boxes = [(top, min(image.height, top + rows)) for top in range(0, image.height, rows)]
+
+    def one(i: int) -> tuple[bytes, int, int]:
+        raw = _filtered(image, boxes[i])
+        comp = compressor()
+        mode = zlib.Z_FINISH if i == len(boxes) - 1 else zlib.Z_SYNC_FLUSH
+        return comp.compress(raw) + comp.flush(mode), zlib.adler32(raw), len(raw)
+
+    adler = 1
+    chunks = [b"\x78\x01"]
+    for deflated, band_adler, length in _pool().map(one, range(len(boxes))):
+        adler = adler32_combine(adler, band_adler, length)
+        chunks.append(deflated)
+    chunks.append(struct.pack(">I", adler))
+    return b"".join(chunks)
