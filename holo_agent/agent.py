@@ -20,7 +20,7 @@ from holo_agent.client import ChatClient, ChatResponse, split_credentials
 from holo_agent.conversation import Conversation
 from holo_agent.images import SentImage, prepare_image
 from holo_agent.prompt import build_system_prompt
-from holo_agent.records import StepRecord, Trajectory
+from holo_agent.records import StepRecord, Trajectory, TurnTimes
 from holo_agent.recorder import Recorder
 from holo_agent.code_tool import DEFAULT_TIMEOUT_S, run_code_action
 from holo_agent.tools import (
@@ -46,6 +46,14 @@ def _usage_tokens(usage: dict[str, Any]) -> tuple[int | None, int | None, int | 
 def _pixels(event: dict[str, Any]) -> dict[str, int | None] | None:
     keys = [k for k in ("x", "y", "x1", "y1", "x2", "y2") if k in event]
     return {k: event[k] for k in keys} or None
+
+
+def _split_action_time(times: TurnTimes, took_s: float, info: dict[str, Any]) -> None:
+    """``env.step`` took ``took_s``; the env's ``info['settle_s']`` of it was the settle."""
+    settle = info.get("settle_s") if isinstance(info, dict) else None
+    settle = float(settle) if isinstance(settle, (int, float)) else 0.0
+    times.settle_s = min(max(0.0, settle), took_s)
+    times.action_s = took_s - times.settle_s
 
 
 class HoloComputerAgent:
@@ -135,7 +143,10 @@ class HoloComputerAgent:
     def _record(self, traj: Trajectory, rec: StepRecord) -> None:
         traj.add(rec)
         if self.recorder is not None:
+            t0 = time.perf_counter()
             self.recorder.record_step(rec)
+            if rec.harness is not None:  # the line is written: its own write time in memory
+                rec.harness.record_s += time.perf_counter() - t0
         if self.on_step is not None:
             self.on_step(rec)
 
@@ -203,13 +214,17 @@ class HoloComputerAgent:
     def _loop(self, env: ComputerEnv, max_steps: int, conv: Conversation,
               traj: Trajectory) -> None:
         for step_i in range(max_steps):
+            t0 = time.perf_counter()
             img = prepare_image(env.observe(), self.max_image_width, size=self.image_size)
+            t1 = time.perf_counter()
             shot = None
             if self.recorder is not None:
                 shot = self.recorder.save_screenshot(step_i, img.data, img.mime)
+            times = TurnTimes(observe_s=t1 - t0, record_s=time.perf_counter() - t1)
             conv.add_observation(img.data, img.mime)
             step, asked = self._ask(conv, traj, step_i, img, shot)
             rec = asked[-1]
+            rec.harness = times
             if step is None:
                 traj.end = "malformed"
                 traj.error = f"{rec.error} (after {self.max_reasks} re-asks)"
@@ -227,7 +242,9 @@ class HoloComputerAgent:
             if isinstance(call, RunCodeTool):
                 if self.before_action is not None:
                     self.before_action(asked)
+                t0 = time.perf_counter()
                 text, rec.code = run_code_action(env, call.language, call.code, self.code_timeout)
+                times.action_s = time.perf_counter() - t0
                 rec.tool_output = text
                 self._record(traj, rec)
                 conv.add_tool_output(call.tool_name, text)
@@ -237,12 +254,14 @@ class HoloComputerAgent:
             rec.pixel = _pixels(rec.event)
             if self.before_action is not None:  # e.g. a game's time budget
                 self.before_action(asked)
+            t0 = time.perf_counter()
             try:
                 result = env.step(event)
             except Exception as exc:
                 rec.error = f"env error: {type(exc).__name__}: {exc}"
                 self._record(traj, rec)
                 raise
+            _split_action_time(times, time.perf_counter() - t0, result.info)
             rec.tool_output = result.output
             self._record(traj, rec)
             conv.add_tool_output(call.tool_name, result.output)

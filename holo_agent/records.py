@@ -48,6 +48,24 @@ class CodeRun(BaseModel):
 _CODE: TypeAdapter[CodeRun] = TypeAdapter(CodeRun)
 
 
+class TurnTimes(BaseModel):
+    """Where a model turn's non-model time went, in seconds: ``observe_s`` the screenshot (and
+    its preparation for the model), ``action_s`` applying the action (delivery confirmation and
+    typing included), ``settle_s`` waiting for the screen to be still after it, ``record_s``
+    saving the step's image and trajectory line (the line's own write is counted in memory and
+    in ``result.json``, not in the line itself)."""
+
+    observe_s: float = 0.0
+    action_s: float = 0.0
+    settle_s: float = 0.0
+    record_s: float = 0.0
+
+    @property
+    def non_model_s(self) -> float:
+        """Everything but the model's own latency."""
+        return self.observe_s + self.action_s + self.settle_s + self.record_s
+
+
 class StepRecord(BaseModel):
     """One model turn: the request's result, the parsed Step (or the error) and what it did.
 
@@ -81,6 +99,8 @@ class StepRecord(BaseModel):
     code: dict[str, Any] | None = Field(
         default=None, description="a code action: language, code, output (cut at 64 KB), "
         "exit_code, timed_out, duration_s, truncated")
+    harness: TurnTimes | None = Field(
+        default=None, description="the harness's own time in this turn (not the model's)")
 
     @property
     def call(self) -> CodeToolCall | None:

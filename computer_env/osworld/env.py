@@ -67,13 +67,15 @@ class OSWorldComputerEnv(ComputerEnv):
         else:
             error = _error_of(self.ctx.client.run_pyautogui(code))
         self.ctx.action_history.append(code)
+        settled = 0.0  # reported as info["settle_s"]: where the step's time went
         if self._settle is not None and not isinstance(event, Wait):
-            wait_until_settled(self.ctx.client, quiet_s=self._settle[0], cap_s=self._settle[1])
+            settled = wait_until_settled(self.ctx.client, quiet_s=self._settle[0],
+                                         cap_s=self._settle[1])
         if error:
             logger.info("action %s failed in the desktop: %s", code, error)
             return StepResult(output=f"{text}; the action failed: {error}",
-                              info={"code": code, "error": error})
-        return StepResult(output=text, info={"code": code})
+                              info={"code": code, "error": error, "settle_s": settled})
+        return StepResult(output=text, info={"code": code, "settle_s": settled})
 
     def run_code(self, language: str, code: str, *, timeout_s: float) -> StepResult:
         """A code action through the desktop's /run_python or /run_bash_script (inside the
