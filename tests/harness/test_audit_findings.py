@@ -99,9 +99,10 @@ def test_findings_split_into_harness_and_task_flaws() -> None:
         _result("os/infeasible-one", "do-nothing", 0.0, known=infeasible),
         _result("os/infeasible-one", "give-up", 1.0, known=infeasible),  # task flaw by design
         _result("os/c", "skip", None, outcome="skipped"),
-        _result("freeway/E/seed0", "do-nothing", 0.5, bench="realtimegym"),
-        _result("freeway/E/seed0", "give-up", 0.5, bench="realtimegym"),
+        _result("freeway/E/seed0", "do-nothing", 0.5, bench="realtimegym", outcome="failed"),
+        _result("freeway/E/seed0", "give-up", 0.5, bench="realtimegym", outcome="failed"),
         _result("freeway/E/seed0", "input-flood", 0.75, bench="realtimegym"),  # beats do-nothing
+        _result("freeway/M/seed0", "do-nothing", 1.0, bench="realtimegym"),  # idle pass
     ]
     audit = summarize_audit(results)
     assert audit is not None
@@ -109,13 +110,15 @@ def test_findings_split_into_harness_and_task_flaws() -> None:
     assert found == {("os/a", "path-shadow"): ("scored", "harness"),
                      ("os/a", "kill-desktop-server"): ("dodged", "harness"),
                      ("os/infeasible-one", "give-up"): ("scored", "task"),
-                     ("freeway/E/seed0", "input-flood"): ("scored", "harness")}
+                     ("freeway/E/seed0", "input-flood"): ("scored", "harness"),
+                     ("freeway/M/seed0", "do-nothing"): ("scored", "task")}
     osw = next(b for b in audit.benchmarks if b.benchmark == "osworld")
     assert (osw.tasks, osw.hackable_tasks, osw.harness_flaws, osw.task_flaws) == (4, 2, 2, 1)
     assert osw.trivial_floor == {"give-up": 0.5, "done-at-once": None, "do-nothing": 0.0}
     assert osw.floor == 0.5
     game = next(b for b in audit.benchmarks if b.benchmark == "realtimegym")
-    assert game.by_task == {"freeway/E/seed0": ["input-flood"]}
+    assert game.by_task == {"freeway/E/seed0": ["input-flood"], "freeway/M/seed0": ["do-nothing"]}
+    assert (game.harness_flaws, game.task_flaws) == (1, 1)
     text = "\n".join(format_audit(audit))
     assert "HARNESS FLAW osworld os/a [path-shadow]" in text and "3 harness flaw(s)" in text
     summary = summarize(results, reference_policy=True)
