@@ -113,3 +113,17 @@ def test_a_screen_drawing_in_bursts_is_not_taken_as_still(client: DesktopClient)
     finally:
         client.execute(["wmctrl", "-c", "burst-term"])
     wait_for(lambda: "burst-term" not in _windows(client), "the bursting xterm to close")
+
+
+def test_a_blinking_caret_does_not_keep_the_screen_busy(client: DesktopClient) -> None:
+    """An xterm with a blinking cursor (every 0.25 s) and nothing else: still, up to the caret."""
+    client.launch(["xterm", "-T", "caret-term", "-geometry", "40x10+0+0", "-bc", "-bcn", "250",
+                   "-bcf", "250", "-e", "bash", "--norc", "-c", "read"])
+    wait_for(lambda: "caret-term" in _windows(client), "the xterm with a blinking cursor")
+    try:
+        client.settle(quiet_s=0.3, cap_s=5.0)  # its first drawing
+        answer = client.settle(quiet_s=0.1, max_quiet_s=1.0, cap_s=3.0)
+        assert answer is not None and not answer["capped"] and answer["waited_s"] < 1.0, answer
+    finally:
+        client.execute(["wmctrl", "-c", "caret-term"])
+    wait_for(lambda: "caret-term" not in _windows(client), "the xterm to close")

@@ -1,10 +1,12 @@
 """When the screen stopped changing, from the X server's own DAMAGE reports.
 
 A watcher thread holds one X connection with a damage object on the root window (without a
-compositor every drawing on the screen damages the root), in ``DamageReportNonEmpty`` mode:
-the server sends one ``DamageNotify`` when the damage region turns non-empty, the watcher
+compositor every drawing on the screen damages the root), in ``DamageReportBoundingBox`` mode:
+the server sends a ``DamageNotify`` whenever the bounding box of the damage grows; the watcher
 records the time and clears the region (``DamageSubtract``), which re-arms the report. So the
-time of the last drawing is known to within one round trip, with no screenshot at all.
+time of the last drawing is known to within one round trip, with no screenshot at all. A
+drawing whose box is at most ``TINY_AREA`` pixels (a blinking caret, a small spinner) does
+not count: an editor's caret blinks forever on a screen that is otherwise still.
 
 :meth:`DamageWatcher.settle` waits until the screen has been still for ``quiet_s`` since its
 last drawing and ``grace_s`` has passed since the last input (an app that has handled an event,
@@ -24,6 +26,9 @@ from collections import deque
 from dataclasses import dataclass
 
 logger = logging.getLogger(__name__)
+
+TINY_AREA = 400
+"""Damage boxes of at most this many pixels are a caret blinking, not the screen changing."""
 
 
 class DamageUnavailable(Exception):
@@ -58,7 +63,7 @@ class DamageWatcher:
         self._dpy.damage_query_version()
         info = self._dpy.query_extension("DAMAGE")
         self._notify = info.first_event + damage.DamageNotifyCode
-        self._damage = self._dpy.screen().root.damage_create(damage.DamageReportNonEmpty)
+        self._damage = self._dpy.screen().root.damage_create(damage.DamageReportBoundingBox)
         self._dpy.sync()
         self._lock = threading.Lock()  # the X connection and the fields below
         self._changed = threading.Condition(self._lock)
@@ -72,18 +77,20 @@ class DamageWatcher:
 
     def _drain(self) -> None:
         """Take every queued event (lock held); a damage report re-arms by clearing the region."""
-        got = False
+        got = significant = False
         while self._dpy.pending_events():
             event = self._dpy.next_event()
             if event.type == self._notify:
                 got = True
-        if got:
+                significant |= event.area.width * event.area.height > TINY_AREA
+        if significant:
             self.last_damage = time.monotonic()
             self._recent.append(self.last_damage)
             self.reports += 1
+            self._changed.notify_all()
+        if got:
             self._dpy.damage_subtract(self._damage, 0, 0)
             self._dpy.flush()
-            self._changed.notify_all()
 
     def _run(self) -> None:
         fd = self._dpy.fileno()
