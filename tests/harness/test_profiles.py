@@ -32,6 +32,25 @@ def test_explicit_options_win_over_the_profile() -> None:
     assert s.protocols.image_size is None and s.protocols.code_actions
 
 
+@pytest.mark.parametrize("profile", ["os-helix", "holo-repro"])
+def test_an_explicit_option_equal_to_the_default_still_wins(profile: str) -> None:
+    """Each profile field an option can set: given explicitly (even with the built-in default's
+    value) the option wins; "given" is what the parser saw, not "differs from the default"."""
+    s = settings("--profile", profile, "--max-steps", "100", "--image-budget", "3",
+                 "--screen", "1920x1080", "--osworld-root", "/tmp", "--task-list", "test_all",
+                 "--max-image-width", "1920")
+    assert (s.agent.max_steps, s.agent.image_budget) == (100, 3)
+    assert s.desktops.screen == (1920, 1080) and s.tasks.task_list == "test_all"
+    assert s.protocols.image_size is None
+    other = settings("--profile", profile, "--max-steps", "7", "--image-budget", "5",
+                     "--screen", "1280x720")
+    assert (other.agent.max_steps, other.agent.image_budget) == (7, 5)
+    assert other.desktops.screen == (1280, 720)
+    plain = settings()  # no profile, nothing given: the built-in defaults
+    assert (plain.agent.max_steps, plain.agent.image_budget) == (100, 3)
+    assert plain.desktops.screen == (1920, 1080)
+
+
 def test_holo_repro_profile_and_no_profile() -> None:
     s = settings("--profile", "holo-repro")
     assert (s.agent.max_steps, s.agent.image_budget, s.protocols.image_size) == (100, 3, None)
