@@ -33,8 +33,8 @@ from computer_env.osworld.upstream import (
     MissingDependency,
     absent_dependencies,
     missing_reason,
-    upstream_getters,
-    upstream_metrics,
+    upstream_getter,
+    upstream_metric,
 )
 
 logger = logging.getLogger(__name__)
@@ -81,7 +81,7 @@ class _Resolved:
 
 
 def _lookup_metric(name: str) -> Any:
-    fn = getattr(upstream_metrics(), name, None)
+    fn = upstream_metric(name)
     if fn is None:
         raise EvaluatorUnsupported(f"metric {name!r}", "not in OSWorld's metrics")
     if absent := absent_dependencies(fn):
@@ -90,7 +90,7 @@ def _lookup_metric(name: str) -> Any:
 
 
 def _lookup_getter(kind: str) -> Any:
-    fn = getattr(upstream_getters(), f"get_{kind}", None)
+    fn = upstream_getter(f"get_{kind}")
     if fn is None:
         raise EvaluatorUnsupported(f"getter {kind!r}", "not in OSWorld's getters")
     if absent := absent_dependencies(fn):

@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from computer_env.errors import ConfigurationError
+from computer_env.osworld import upstream_parts
 
 logger = logging.getLogger(__name__)
 
@@ -210,18 +211,44 @@ def _import(name: str) -> types.ModuleType:
             "installs what it needs (the osworld extra)") from exc
 
 
+def _import_part(fn: Any, *args: str) -> Any:
+    """``fn(*args)`` (see :mod:`.upstream_parts`) under the same checks as :func:`_import`."""
+    _import("desktop_env.evaluators")
+    try:
+        with _quiet_import():
+            return fn(*args)
+    except ImportError as exc:
+        raise ConfigurationError(
+            f"OSWorld's {args[0]} ({osworld_source()}) cannot be imported: {exc}; `make setup` "
+            "installs what it needs (the osworld extra)") from exc
+
+
 def upstream_getters() -> types.ModuleType:
-    """``desktop_env.evaluators.getters`` (imported on first use)."""
-    return _import("desktop_env.evaluators.getters")
+    """``desktop_env.evaluators.getters``, every getter (imported on first use)."""
+    return _import_part(upstream_parts.full_package, upstream_parts.GETTERS)
 
 
 def upstream_metrics() -> types.ModuleType:
-    """``desktop_env.evaluators.metrics`` (imported on first use)."""
-    return _import("desktop_env.evaluators.metrics")
+    """``desktop_env.evaluators.metrics``, every metric (imported on first use)."""
+    return _import_part(upstream_parts.full_package, upstream_parts.METRICS)
+
+
+def upstream_getter(name: str) -> Any:
+    """OSWorld's getter ``name`` (``get_...``), importing only the module that defines it;
+    None when there is none."""
+    return _import_part(upstream_parts.member, upstream_parts.GETTERS, name)
+
+
+def upstream_metric(name: str) -> Any:
+    """OSWorld's metric ``name``, importing only the module that defines it; None when there
+    is none."""
+    return _import_part(upstream_parts.member, upstream_parts.METRICS, name)
 
 
 def upstream_setup_module() -> types.ModuleType:
-    """``desktop_env.controllers.setup`` (imported on first use)."""
+    """``desktop_env.controllers.setup`` (imported on first use; of the metrics only the
+    ``utils`` module it needs)."""
+    _import_part(upstream_parts.bare_package, upstream_parts.METRICS)
     return _import("desktop_env.controllers.setup")
 
 
@@ -288,6 +315,7 @@ def absent_modules() -> list[str]:
 __all__ = [
     "AbsentModule", "MissingDependency", "OPTIONAL", "absent_dependencies", "absent_modules",
     "checkout_folder", "missing_reason", "osworld_source", "upstream_available",
-    "upstream_getters", "upstream_metrics", "upstream_python_controller",
+    "upstream_getter", "upstream_getters", "upstream_metric", "upstream_metrics",
+    "upstream_python_controller",
     "upstream_setup_module", "use_checkout",
 ]
