@@ -2,6 +2,13 @@
   var steps = Array.prototype.slice.call(document.querySelectorAll('.step'));
   var thumbs = Array.prototype.slice.call(document.querySelectorAll('.thumb'));
   var current = -1;
+  function centre(thumb) {
+    // scroll the filmstrip alone (scrollIntoView would also scroll the page to it, and the
+    // page must open at its top: title, outcome, evaluator)
+    var bar = thumb.parentElement;
+    if (!bar) return;
+    bar.scrollLeft = thumb.offsetLeft - bar.offsetLeft - (bar.clientWidth - thumb.offsetWidth) / 2;
+  }
   function go(i, scroll) {
     if (!steps.length) return;
     i = Math.max(0, Math.min(steps.length - 1, i));
@@ -9,8 +16,7 @@
       if (thumbs[current]) thumbs[current].classList.remove('active'); }
     current = i;
     steps[i].classList.add('active');
-    if (thumbs[i]) { thumbs[i].classList.add('active');
-      thumbs[i].scrollIntoView({block: 'nearest', inline: 'center'}); }
+    if (thumbs[i]) { thumbs[i].classList.add('active'); centre(thumbs[i]); }
     document.body.setAttribute('data-current', String(i));
     if (scroll !== false) {
       var bar = document.querySelector('.filmstrip');
