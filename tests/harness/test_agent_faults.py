@@ -17,7 +17,7 @@ from computer_env.desktop.providers.local import LocalSandboxProvider
 from computer_env.errors import EvaluatorCrash, EvaluatorInfraError
 from computer_env.osworld import evaluate
 from fixtures.attempt import Attempt
-from fixtures.integrity import EVALUATOR_CRASH, RESOURCE_LIMIT, AgentTurnGuard
+from fixtures.integrity import EVALUATOR_CRASH, RESOURCE_LIMIT, AgentTurnGuard, task_text
 from fixtures.pool import VMPool
 from test_osworld_evaluate import cache, make_ctx, put, task
 
@@ -57,7 +57,7 @@ def test_guard_scores_what_the_agent_caused_only(tmp_path: Path) -> None:
         client = DesktopClient.from_handle(handle)
         ctx = make_ctx(tmp_path, client=client, handle=handle)
         attempt = Attempt(number=1)
-        guard = AgentTurnGuard(ctx, pool, attempt, "Zip the folder.")
+        guard = AgentTurnGuard(ctx, pool, attempt, task_text("Zip the folder."))
         crash = EvaluatorCrash("metric 'compare_zip_files' failed (crash): BadZipFile")
         assert not guard.settle_failure(crash)  # before the agent: the environment's
         guard.begin()
@@ -72,7 +72,7 @@ def test_guard_scores_what_the_agent_caused_only(tmp_path: Path) -> None:
         client.run_bash_script("dd if=/dev/zero of=/tmp/fill bs=1M count=4096; true",
                                timeout=120)
         late = Attempt(number=1)
-        late_guard = AgentTurnGuard(ctx, pool, late, "Zip the folder.")
+        late_guard = AgentTurnGuard(ctx, pool, late, task_text("Zip the folder."))
         late.mark_agent_started(late_guard)
         assert late_guard.settle_failure(EvaluatorInfraError("desktop unreachable"))
         assert late.failure_category == RESOURCE_LIMIT and "/tmp" in (late.failure_reason or "")
