@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from computer_env.osworld.needs import task_needs
-from computer_env.osworld.oracle import oracle_index
+from computer_env.osworld.oracle import PROOF_ROUTES, oracle_index
 from computer_env.osworld.tasks import load_tasks
 from tests.harness.suite import OSWORLD_DATA, run_suite
 
@@ -28,6 +28,10 @@ pytestmark = [pytest.mark.desktop,
 MIN_ORACLES_PASSED = 30
 """Oracle-backed tasks that must pass on a machine set up by ``make setup`` (the rest may skip
 for a need this desktop lacks, e.g. VS Code)."""
+
+MIN_PROOFS = 25
+"""Of those, tasks proven 0-then-1 through the apps: by a ``gui`` or ``terminal`` oracle (an
+``infeasible`` oracle only declares the task infeasible: never counted as such a proof)."""
 
 SKIP_PREFIXES = ("needs: ", "leak check only", "cannot run here: ",
                  "evaluation on the embedded desktop: ")
@@ -91,6 +95,16 @@ def test_real_offline_tasks_under_check_evaluators(tmp_path: Path) -> None:
             assert r["message"].startswith(SKIP_PREFIXES) or "metric" in r["message"] \
                 or "getter" in r["message"], f"{case}: {r['message']}"
     assert len(passed) >= MIN_ORACLES_PASSED, (sorted(passed), run.output[-2000:])
+    # proofs through the apps: gui or terminal oracles only, each result names its route
+    routes = {c: r.get("oracle_route") for c, r in results.items() if c in oracles}
+    assert all(routes[c] for c in passed), routes
+    proofs = {c for c in passed if routes[c] in PROOF_ROUTES}
+    assert len(proofs) >= MIN_PROOFS, (sorted(proofs), routes)
+    infeasible_only = {c for c in passed if routes[c] == "infeasible"}
+    assert not proofs & infeasible_only
+    assert run.summary["proofs"]["infeasible_only"] == len(infeasible_only)
+    assert run.summary["proofs"]["gui"] + run.summary["proofs"]["terminal"] == len(proofs)
+    assert f"infeasible-only {len(infeasible_only)}" in run.output
     # never "100 %" for tasks that only had their leak checked
     assert all(not r["message"].startswith("leak check only") for c, r in results.items()
                if c in oracles)
