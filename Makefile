@@ -34,11 +34,17 @@ apt:
 			--no-install-recommends $$missing; \
 	else echo "Debian packages: all present"; fi
 
+# desktop-env is installed without its pinned dependencies on purpose (cloud SDKs, torch):
+# every later `pip install` would print them as "ERROR: ... dependency conflicts", so those
+# installs run with --no-warn-conflicts (PIP_QUIET_DESKTOP_ENV) and setup says why, once.
+PIP_QUIET_DESKTOP_ENV := --no-warn-conflicts
 venv:
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@$(PY) -m pip install -q --upgrade pip
-	@$(PY) -m pip install -q -e '.[dev,osworld]'
+	@$(PY) -m pip install -q $(PIP_QUIET_DESKTOP_ENV) -e '.[dev,osworld]'
 	@$(PY) -m pip install -q --no-deps 'desktop-env==$(DESKTOP_ENV_VERSION)'
+	@echo "OSWorld's desktop-env $(DESKTOP_ENV_VERSION): installed without its pinned dependencies" \
+		"(cloud SDKs, torch); the osworld extra brings what its setup, getters and metrics import"
 
 # RealtimeGym is not on the package index: install its source snapshot from the shared/ folder
 # beside the checkout (read-only there, and the games write into their own tree), copied to a
@@ -53,7 +59,7 @@ realtimegym: venv
 		if [ ! -f "$(RTG_DIR)/pyproject.toml" ]; then \
 			rm -rf "$(RTG_DIR)" && cp -R "$(RTG_SRC)" "$(RTG_DIR)" && chmod -R u+w "$(RTG_DIR)"; \
 		fi; \
-		$(PY) -m pip install -q -e '.[realtimegym]' && \
+		$(PY) -m pip install -q $(PIP_QUIET_DESKTOP_ENV) -e '.[realtimegym]' && \
 		$(PY) -m pip install -q --no-deps -e "$(RTG_DIR)" && \
 		echo "RealtimeGym: installed from $(RTG_DIR) (a copy of $(RTG_SRC))"; \
 	fi
