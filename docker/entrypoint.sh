@@ -38,5 +38,7 @@ exec dbus-run-session --config-file=/etc/holo-session-bus.conf -- bash -c '
             sleep 0.1
         done
     done
+    # pyautogui types "<" as shift+keycode 94 (pc105, first to carry `less`) = ">": remap it
+    xmodmap -e "keycode 94 = comma less comma less" 2>/dev/null || echo "xmodmap failed" >&2
     exec python -m computer_env.desktop.server --host 0.0.0.0 --port "${SERVER_PORT}" "$@"
 ' server "$@"

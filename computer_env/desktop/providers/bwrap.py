@@ -68,6 +68,9 @@ for _try in 1 2 3 4 5; do
     kill "$obpid" 2>/dev/null
 done
 wm_ready || { echo "openbox did not take the screen" >&2; exit 94; }
+# pc105's extra key (keycode 94, absent on US keyboards) carries `less` first, so pyautogui
+# types "<" as shift+94 = ">": give it the comma key's symbols (then "<" is shift+comma)
+xmodmap -e "keycode 94 = comma less comma less" 2>/dev/null || echo "xmodmap failed" >&2
 $DESKTOP_GUARD /usr/libexec/at-spi-bus-launcher --launch-immediately >/dev/null 2>&1 &
 exec "$DESKTOP_PYTHON" -m computer_env.desktop.server --host "$DESKTOP_SERVER_HOST" \
     --port "$DESKTOP_SERVER_PORT" --token-file "$DESKTOP_TOKEN_FILE"
