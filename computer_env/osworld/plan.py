@@ -39,6 +39,8 @@ EMBEDDED_DIFFERENCES: tuple[str, ...] = (
     "creates are owned by the user, and what needs real root (apt, adding users) fails",
     "each desktop is a sandbox on the host, not a VM: no systemd services, no snap packages",
     "OCR metrics (easyocr, which needs torch) are not installed: their tasks skip",
+    "pyautogui types '<' as '<' (the pc105 keymap's extra key is remapped; with X's default "
+    "keymap, as on a stock VM, pyautogui presses shift + that key and types '>')",
 )
 """Where this project's embedded desktop differs from OSWorld's Ubuntu VM (shown by ``plan``
 on an embedded desktop and in the README)."""
