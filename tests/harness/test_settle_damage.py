@@ -108,6 +108,7 @@ def test_a_screen_drawing_in_bursts_is_not_taken_as_still(client: DesktopClient)
                    "while true; do date +%N; sleep 0.15; done"])
     wait_for(lambda: "burst-term" in _windows(client), "the bursting xterm")
     try:
+        client.settle(quiet_s=0.5, cap_s=0.8)  # a few of its bursts (the quiet is never seen)
         answer = client.settle(quiet_s=0.1, max_quiet_s=0.5, cap_s=1.5)
         assert answer is not None and answer["capped"] is True, answer
     finally:
@@ -127,3 +128,26 @@ def test_a_blinking_caret_does_not_keep_the_screen_busy(client: DesktopClient) -
     finally:
         client.execute(["wmctrl", "-c", "caret-term"])
     wait_for(lambda: "caret-term" not in _windows(client), "the xterm to close")
+
+
+def test_glyphs_add_up_and_a_caret_does_not(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Text is drawn glyph by glyph, each as small as a caret: glyphs drawn close together
+    count, a caret blinking in one place never does."""
+    from types import SimpleNamespace
+
+    from computer_env.desktop.server import damage
+
+    clock = [100.0]
+    monkeypatch.setattr(damage.time, "monotonic", lambda: clock[0])
+    watcher = object.__new__(damage.DamageWatcher)
+    watcher._small, watcher._small_since = None, 0.0
+
+    def area(x: int, y: int, w: int, h: int) -> SimpleNamespace:
+        return SimpleNamespace(x=x, y=y, width=w, height=h)
+
+    glyphs = [watcher._counts(area(3 + 10 * i, 250, 10, 19)) for i in range(4)]
+    assert glyphs == [False, False, True, False]  # the third glyph makes it text
+    for _ in range(10):
+        clock[0] += 0.25
+        assert watcher._counts(area(400, 300, 2, 19)) is False
+    assert watcher._counts(area(0, 0, 300, 200)) is True

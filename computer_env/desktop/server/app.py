@@ -13,6 +13,9 @@ from computer_env.desktop.server.state import ServerConfig, ServerState
 
 logger = logging.getLogger(__name__)
 
+_ACTING = frozenset({"/run_python", "/run_bash_script"})
+"""Requests besides /setup/* after which the screen may still change (see ``damage.py``)."""
+
 
 def create_app(config: ServerConfig) -> Flask:
     """Build the server app for ``config``; ``app.extensions['desktop_server']`` is its state."""
@@ -40,8 +43,10 @@ def create_app(config: ServerConfig) -> Flask:
 
     @app.after_request
     def _note_input(response: Response) -> Response:
-        # any command may have drawn or started something: settling gives it its grace period
-        if request.method == "POST" and request.path != "/settle":
+        # set-up steps and code actions may draw or start something: settling gives them its
+        # grace period (plain /execute is what probes use; /actions and /type note their own)
+        if request.method == "POST" and (request.path.startswith("/setup/")
+                                         or request.path in _ACTING):
             app.extensions["desktop_server"].input_done(start=False)
         return response
 

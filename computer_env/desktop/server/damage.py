@@ -4,9 +4,11 @@ A watcher thread holds one X connection with a damage object on the root window 
 compositor every drawing on the screen damages the root), in ``DamageReportBoundingBox`` mode:
 the server sends a ``DamageNotify`` whenever the bounding box of the damage grows; the watcher
 records the time and clears the region (``DamageSubtract``), which re-arms the report. So the
-time of the last drawing is known to within one round trip, with no screenshot at all. A
-drawing whose box is at most ``TINY_AREA`` pixels (a blinking caret, a small spinner) does
-not count: an editor's caret blinks forever on a screen that is otherwise still.
+time of the last drawing is known to within one round trip, with no screenshot at all.
+Drawings that together cover a box of at most ``TINY_AREA`` pixels within ``TINY_WINDOW_S``
+(a blinking caret) do not count: an editor's caret blinks forever on a screen that is
+otherwise still. Text is drawn glyph by glyph, each glyph as small as a caret, but its glyphs
+come within milliseconds of each other and their box grows past ``TINY_AREA``.
 
 :meth:`DamageWatcher.settle` waits until the screen has been still for ``quiet_s`` since its
 last drawing and ``grace_s`` has passed since the last input (an app that has handled an event,
@@ -29,6 +31,16 @@ logger = logging.getLogger(__name__)
 
 TINY_AREA = 400
 """Damage boxes of at most this many pixels are a caret blinking, not the screen changing."""
+TINY_WINDOW_S = 0.2
+"""Small drawings this close together add up (text drawn glyph by glyph); a caret's blinks
+are further apart."""
+
+
+def _union(a: tuple[int, int, int, int] | None, b: tuple[int, int, int, int]
+           ) -> tuple[int, int, int, int]:
+    if a is None:
+        return b
+    return min(a[0], b[0]), min(a[1], b[1]), max(a[2], b[2]), max(a[3], b[3])
 
 
 class DamageUnavailable(Exception):
@@ -71,6 +83,8 @@ class DamageWatcher:
         self.last_input = 0.0  # monotonic time the last input was confirmed handled
         self.reports = 0
         self._recent: deque[float] = deque(maxlen=32)  # times of the latest reports
+        self._small: tuple[int, int, int, int] | None = None  # box of the small drawings
+        self._small_since = 0.0
         self._stop = False
         self._thread = threading.Thread(target=self._run, name="damage", daemon=True)
         self._thread.start()
@@ -82,7 +96,7 @@ class DamageWatcher:
             event = self._dpy.next_event()
             if event.type == self._notify:
                 got = True
-                significant |= event.area.width * event.area.height > TINY_AREA
+                significant |= self._counts(event.area)
         if significant:
             self.last_damage = time.monotonic()
             self._recent.append(self.last_damage)
@@ -91,6 +105,20 @@ class DamageWatcher:
         if got:
             self._dpy.damage_subtract(self._damage, 0, 0)
             self._dpy.flush()
+
+    def _counts(self, area: object) -> bool:
+        """Does this drawing change the screen (more than a caret blinking)? See the module."""
+        x, y = int(area.x), int(area.y)  # type: ignore[attr-defined]
+        box = (x, y, x + int(area.width), y + int(area.height))  # type: ignore[attr-defined]
+        now = time.monotonic()
+        if self._small is None or now - self._small_since > TINY_WINDOW_S:
+            self._small, self._small_since = None, now
+        grown = _union(self._small, box)
+        if (grown[2] - grown[0]) * (grown[3] - grown[1]) > TINY_AREA:
+            self._small = None
+            return True
+        self._small = grown
+        return False
 
     def _run(self) -> None:
         fd = self._dpy.fileno()
@@ -117,8 +145,9 @@ class DamageWatcher:
 
     def _quiet_needed(self, quiet_s: float, max_quiet_s: float) -> float:
         """``quiet_s``, or twice the longest pause between the reports of the last
-        ``2 * max_quiet_s`` seconds when the screen drew in bursts (at most ``max_quiet_s``)."""
-        since = self.last_damage - 2 * max_quiet_s
+        ``2 * max_quiet_s`` seconds since the last input when the screen drew in bursts (at
+        most ``max_quiet_s``): drawings before the input say nothing about its answer."""
+        since = max(self.last_damage - 2 * max_quiet_s, self.last_input)
         times = [t for t in self._recent if t >= since]
         if len(times) < 3:
             return quiet_s
