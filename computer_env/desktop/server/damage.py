@@ -113,12 +113,8 @@ class DamageWatcher:
         now = time.monotonic()
         if self._small is None or now - self._small_since > TINY_WINDOW_S:
             self._small, self._small_since = None, now
-        grown = _union(self._small, box)
-        if (grown[2] - grown[0]) * (grown[3] - grown[1]) > TINY_AREA:
-            self._small = None
-            return True
-        self._small = grown
-        return False
+        self._small = _union(self._small, box)  # kept: the text's later glyphs count too
+        return (self._small[2] - self._small[0]) * (self._small[3] - self._small[1]) > TINY_AREA
 
     def _run(self) -> None:
         fd = self._dpy.fileno()
