@@ -20,7 +20,7 @@ APT_PACKAGES := xvfb xdotool wmctrl openbox x11-utils xterm x11-xserver-utils xa
 	gsettings-desktop-schemas gnome-shell-common gnome-settings-daemon-common libglib2.0-bin \
 	zip unzip bc jq xsel
 
-.PHONY: setup apt venv realtimegym run test smoke bench docker-image clean
+.PHONY: setup apt venv realtimegym run test check smoke bench docker-image clean
 
 setup: apt venv realtimegym
 
@@ -72,6 +72,12 @@ run:
 # The project's own tests (what CI runs; `make docker-image` first, or the Docker tests skip).
 test:
 	$(PYTEST) tests/harness -n 2
+
+# Types and layers (configured in pyproject.toml: [tool.mypy], [tool.importlinter]); CI runs it
+# before the tests.
+check:
+	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
 
 smoke:
 	$(PYTEST) tests/osworld -m smoke -n 2
