@@ -56,6 +56,9 @@ UNSUPPORTED_STEPS: dict[str, str] = {
     "tidy_desktop": "OSWorld's SetupController does not implement it",
     "act": "OSWorld's SetupController does not implement it",
     "replay": "OSWorld's SetupController does not implement it",
+    # PyDrive is installed (OSWorld's modules import it), but no account is configured here
+    "googledrive": "it needs a Google Drive account (none is configured here)",
+    "login": "it needs a Google Drive account (none is configured here)",
 }
 
 
