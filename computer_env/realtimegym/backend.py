@@ -48,9 +48,12 @@ class GameBackend(Protocol):
     turn: int
     """Turns played so far."""
     terminal: bool
-    score: float
     raw: Any
     """The underlying game object (the reference player reads its state)."""
+
+    @property
+    def score(self) -> float:
+        """The episode's score so far."""
 
     def reset(self) -> None:
         """Start the episode."""

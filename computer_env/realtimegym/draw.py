@@ -247,9 +247,9 @@ def draw_overcooked(raw: Any, partner_last: str | None) -> Image.Image:
                 frac = min(1.0, soup._cooking_tick / max(1, soup.cook_time))
                 draw.rectangle((x0 + 1, 8, x0 + 1 + int((x1 - x0 - 2) * frac), top - 8),
                                fill=(90, 200, 90) if soup.is_ready else (230, 150, 40))
-    for pos, obj in state.objects.items():
-        if pos not in pots:
-            draw.ellipse(box(*pos, 20), fill=_OBJECT.get(obj.name, (200, 0, 200)))
+    for (x, y), obj in state.objects.items():
+        if (x, y) not in pots:
+            draw.ellipse(box(x, y, 20), fill=_OBJECT.get(obj.name, (200, 0, 200)))
     for i, player in enumerate(state.players):
         x, y = player.position
         draw.ellipse(box(x, y, 10), fill=_CHEF[i], outline=(20, 20, 20), width=2)

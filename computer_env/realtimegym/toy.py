@@ -9,6 +9,8 @@ Build it through :func:`toy_factory` as ``GameComputerEnv(..., game_factory=toy_
 
 from __future__ import annotations
 
+from typing import Any
+
 from PIL import Image, ImageDraw
 
 from computer_env.realtimegym.backend import GameBackend, GameFactory
@@ -62,7 +64,7 @@ class ScriptedGame:
         return image
 
 
-def toy_factory(**kwargs: int) -> GameFactory:
+def toy_factory(**kwargs: Any) -> GameFactory:
     """A ``game_factory`` that builds :class:`ScriptedGame` (``kwargs`` go to its constructor).
 
     The factory keeps the games it built in ``factory.games`` for inspection.
