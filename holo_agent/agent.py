@@ -25,6 +25,7 @@ from holo_agent.recorder import Recorder
 from holo_agent.code_tool import DEFAULT_TIMEOUT_S, run_code_action
 from holo_agent.tools import (
     AnswerTool,
+    CodeStep,
     RunCodeTool,
     Step,
     StepParseError,
@@ -185,7 +186,7 @@ class HoloComputerAgent:
         return traj
 
     def _ask(self, conv: Conversation, traj: Trajectory, step_i: int, img: SentImage,
-             shot: str | None) -> tuple[Step | None, list[StepRecord]]:
+             shot: str | None) -> tuple[Step | CodeStep | None, list[StepRecord]]:
         """Request a Step, re-asking on malformed output; the step's records (re-asks first),
         with None for the Step after too many."""
         reask = 0

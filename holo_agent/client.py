@@ -135,7 +135,10 @@ class ChatClient:
         self._no_key = not api_key
         self._openai = _BackoffOpenAI(
             base_url=self.base_url, api_key=api_key or NO_KEY, timeout=timeout,
-            max_retries=max_retries, http_client=self._http, default_headers=HIDDEN_HEADERS)
+            max_retries=max_retries, http_client=self._http,
+            # openai removes Omit-valued headers (its own default_headers are str | Omit), but
+            # its constructor's parameter is typed Mapping[str, str]
+            default_headers=HIDDEN_HEADERS)  # type: ignore[arg-type]
         self._openai.backoff_base, self._openai.backoff_max = backoff_base, backoff_max
         self._openai.shown_url = self.base_url
 

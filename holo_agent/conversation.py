@@ -25,7 +25,7 @@ import base64
 from dataclasses import dataclass
 from typing import Any
 
-from holo_agent.tools import Step
+from holo_agent.tools import CodeStep, Step
 
 TASK_OPEN, TASK_CLOSE = "<task>", "</task>"
 OBS_OPEN, OBS_CLOSE = "<observation>", "</observation>"
@@ -79,7 +79,7 @@ class Conversation:
         """Append a screenshot (the exact bytes sent)."""
         self._turns.append(_Obs(image, mime))
 
-    def add_step(self, step: Step) -> None:
+    def add_step(self, step: Step | CodeStep) -> None:
         """Append the assistant turn: the parsed Step JSON."""
         self._turns.append(_Text("assistant", step.model_dump_json()))
 

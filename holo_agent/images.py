@@ -39,8 +39,8 @@ def prepare_image(obs: Observation, max_width: int | None = None,
         if (w, h) != (obs.width, obs.height):
             log.warning("observation says %dx%d but the image is %dx%d; using the image size",
                         obs.width, obs.height, w, h)
-        if size is not None and (w, h) != tuple(size):
-            exact = img.convert("RGB").resize(tuple(size), Image.Resampling.LANCZOS)
+        if size is not None and (w, h) != (size[0], size[1]):
+            exact = img.convert("RGB").resize((size[0], size[1]), Image.Resampling.LANCZOS)
             buf = io.BytesIO()
             exact.save(buf, format="PNG")
             return SentImage(buf.getvalue(), "image/png", size[0], size[1], w, h)

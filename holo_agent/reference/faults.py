@@ -116,18 +116,18 @@ class FaultPlan:
 
 def bad_content(kind: str, step: dict[str, Any]) -> str:
     """Model output broken in the way fault ``kind`` describes."""
-    click = {"note": None, "thought": "click it", "tool_call": {
-        "tool_name": "click", "element": "the button", "x": 500, "y": 500}}
+    call: dict[str, Any] = {"tool_name": "click", "element": "the button", "x": 500, "y": 500}
+    click = {"note": None, "thought": "click it", "tool_call": call}
     if kind == "malformed":
         return json.dumps(step)[:-7]
     if kind == "schema":
         return json.dumps({"thought": "no tool", "tool_call": {"tool_name": "teleport"}})
     if kind == "list_coords":
-        click["tool_call"]["x"] = [480, 520]
+        call["x"] = [480, 520]
     elif kind == "range_coords":
-        click["tool_call"]["x"] = "480-520"
+        call["x"] = "480-520"
     elif kind == "out_of_range":
-        click["tool_call"]["x"] = 1500
+        call["x"] = 1500
     elif kind == "empty":
         return ""
     return json.dumps(click)

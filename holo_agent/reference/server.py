@@ -124,6 +124,8 @@ class ReferenceEndpoint:
         if self._server is None:
             raise RuntimeError("ReferenceEndpoint is not started")
         host, port = self._server.server_address[:2]
+        if isinstance(host, (bytes, bytearray)):  # the socket API's type; an AF_INET server's is str
+            host = host.decode()
         return f"http://{host}:{port}/v1"
 
     def set_faults(self, spec: str | None) -> None:

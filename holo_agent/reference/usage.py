@@ -18,7 +18,7 @@ import binascii
 import io
 import json
 import math
-from typing import Any
+from typing import Any, TypeGuard
 
 from PIL import Image, UnidentifiedImageError
 
@@ -72,7 +72,7 @@ def image_size(url: str) -> tuple[int, int] | None:
         return None
 
 
-def _is_image(part: Any) -> bool:
+def _is_image(part: Any) -> TypeGuard[dict[str, Any]]:
     return isinstance(part, dict) and part.get("type") in IMAGE_TYPES
 
 
