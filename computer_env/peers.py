@@ -30,11 +30,13 @@ def _words(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str:
 
 def _spellings(address: tuple[Any, ...]) -> set[str]:
     """``ADDR:PORT`` keys of an endpoint in both tables (IPv4 also as ``::ffff:a.b.c.d``)."""
-    ip = ipaddress.ip_address(str(address[0]).split("%")[0])
+    ip: ipaddress.IPv4Address | ipaddress.IPv6Address = \
+        ipaddress.ip_address(str(address[0]).split("%")[0])
     port = int(address[1])
     if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
         ip = ip.ipv4_mapped
-    forms = {ip} if isinstance(ip, ipaddress.IPv6Address) else \
+    forms: set[ipaddress.IPv4Address | ipaddress.IPv6Address] = \
+        {ip} if isinstance(ip, ipaddress.IPv6Address) else \
         {ip, ipaddress.IPv6Address(f"::ffff:{ip}")}
     return {f"{_words(a)}:{port:04X}" for a in forms}
 

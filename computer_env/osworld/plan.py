@@ -111,7 +111,8 @@ class Plan:
     online: bool
 
     def counts(self) -> tuple[Counts, dict[str, Counts]]:
-        overall, by_domain = Counts(), {}
+        overall = Counts()
+        by_domain: dict[str, Counts] = {}
         for v in self.verdicts:
             overall.add(v)
             by_domain.setdefault(v.task.domain, Counts()).add(v)

@@ -31,6 +31,7 @@ import socket
 import struct
 import sys
 import urllib.request
+from typing import Any
 
 MAX_NODES = 3000
 MAX_CHILDREN = 200
@@ -45,8 +46,8 @@ def _roles(atspi):
 
 
 def probe(title):
-    out = {"app": False, "frame": None, "active": False, "toolbars": 0, "focus": None,
-           "in_document": False, "error": None}
+    out: dict[str, Any] = {"app": False, "frame": None, "active": False, "toolbars": 0,
+                           "focus": None, "in_document": False, "error": None}
     try:
         import gi
 
@@ -211,7 +212,7 @@ class _Socket:
 def page_probe(ports, timeout=8.0):
     """The pages of the Chrome whose DevTools answer on the first of ``ports`` that does:
     ``{"port": P, "pages": [PAGE_JS's answer, or {"url", "error"}], "error": text|null}``."""
-    out = {"port": None, "pages": [], "error": None}
+    out: dict[str, Any] = {"port": None, "pages": [], "error": None}
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
     targets, errors = None, []
     for port in ports:

@@ -61,8 +61,13 @@ def dominant_colour(img: Image.Image, box: Box) -> tuple[int, int, int] | None:
     if clipped is None:
         return None
     sample = img.crop(clipped).resize((64, 36), Image.Resampling.NEAREST)
-    colours = sample.getcolors(64 * 36) or [(0, (0, 0, 0))]
-    return max(colours)[1]
+    # (count, colour): colour is a tuple of bands, or a number for a one-band image
+    colours: list[tuple[int, Any]] = sample.getcolors(64 * 36) or [(0, (0, 0, 0))]
+    colour = max(colours)[1]
+    if isinstance(colour, tuple):  # RGB (or RGBA: the alpha is dropped)
+        return colour[0], colour[1], colour[2]
+    grey = int(colour)
+    return grey, grey, grey
 
 
 def ink_pixels(img: Image.Image, box: Box, pointer: tuple[int, int] | None = None) -> int:

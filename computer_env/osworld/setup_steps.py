@@ -26,7 +26,7 @@ CHROME_NAMES = frozenset({"google-chrome", "google-chrome-stable", "chromium", "
 def is_host_local_url(ctx: TaskContext, url: str) -> bool:
     """Is ``url`` the harness' own asset server (built-in tasks' files, never cached)?"""
     base = ctx.vars.get("ASSET_URL")
-    return bool(base) and url.startswith(base)
+    return bool(base and url.startswith(base))
 
 
 def confine_step(ctx: TaskContext, step: SetupStep) -> None:

@@ -13,6 +13,7 @@ import os
 import re
 import sys
 import xml.etree.ElementTree as ET
+from typing import Any
 
 NS = {
     "st": "https://accessibility.ubuntu.example.org/ns/state",
@@ -206,7 +207,7 @@ def terminal_text(desktop):
                 continue
             if not frame.get_state_set().contains(Atspi.StateType.ACTIVE):
                 continue
-            found = []
+            found: list[Any] = []
             todo = [frame]
             while todo and len(found) < 2:
                 n = todo.pop()

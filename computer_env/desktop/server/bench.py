@@ -9,6 +9,7 @@ from __future__ import annotations
 import statistics
 import sys
 import time
+from functools import partial
 from collections.abc import Callable
 
 from computer_env.desktop.client import PYAUTOGUI_PREFIX, DesktopClient
@@ -32,7 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     with DesktopClient(args[0], args[1]) as c:
         for fmt in ("png", "jpeg", "webp"):
             size = len(c.screenshot(fmt))
-            ms = _median_ms(lambda f=fmt: c.screenshot(f), n)
+            ms = _median_ms(partial(c.screenshot, fmt), n)
             print(f"screenshot {fmt:5s} {ms:7.1f} ms  {size / 1024:7.1f} KiB")
         print(f"action /actions   {_median_ms(lambda: c.run_pyautogui('pyautogui.moveTo(5, 5)'), n):7.1f} ms")
         cmd = ["python", "-c", PYAUTOGUI_PREFIX + "pyautogui.moveTo(6, 6)"]
