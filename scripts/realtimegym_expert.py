@@ -3,7 +3,8 @@
 For every game, load and seed: the expert's moves (computer_env.realtimegym.expert) replayed on
 a fresh game give the expert score; the relaxed exact search (computer_env.realtimegym.ceiling)
 gives the ceiling; the reference player's own game gives the reference score (shown, never a
-divisor). Prints the table; ``--out`` writes the JSON. One core; about ten minutes in all.
+divisor). Prints the table; ``--out`` writes the JSON. One core; about fifteen minutes in all
+(Overcooked: about a minute and a half a load).
 
     nice -n 10 .venv/bin/python scripts/realtimegym_expert.py --out computer_env/realtimegym/expert_scores.json
 """
@@ -25,6 +26,7 @@ from computer_env.realtimegym.bounds import ExpertScores, SeedScores  # noqa: E4
 from computer_env.realtimegym.ceiling import overcooked_ceiling, snake_ceiling  # noqa: E402
 from computer_env.realtimegym.expert import (  # noqa: E402
     OVERCOOKED_HORIZON,
+    OVERCOOKED_WIDTH,
     SNAKE_BEAM,
     expert_plan,
 )
@@ -32,8 +34,10 @@ from computer_env.realtimegym.games import GAMES, LOADS, SEEDS  # noqa: E402
 
 METHOD = {
     "expert": "computer_env/realtimegym/expert.py: Freeway breadth-first search over (turn, "
-              "row); Snake beam search over whole episodes; Overcooked rollout policy "
-              "improvement over the reference cook. Each searches copies of RealtimeGym's "
+              "row); Snake beam search over whole episodes; Overcooked "
+              "(computer_env/realtimegym/expert_overcooked.py) beam search over "
+              "macro-actions (walk to a tile and interact), games ranked by rollouts of the "
+              "reference cook. Each searches copies of RealtimeGym's "
               "own game; the score is its moves replayed on a fresh game of the seed.",
     "ceiling": "computer_env/realtimegym/ceiling.py: Freeway = the exact search above; Snake "
                "= exact search of a body-free snake, at most the free cells less the start "
@@ -98,12 +102,13 @@ def ceiling(game: str, load: str, seed: int, expert: float) -> float:
         backend.close()
 
 
-def score_case(game: str, load: str, seed: int, beam: int, horizon: int) -> SeedScores:
+def score_case(game: str, load: str, seed: int, beam: int, width: int,
+               horizon: int) -> SeedScores:
     """Everything recorded for one case."""
     backend = fresh(game, load, seed)
     try:
         moves = "".join(expert_plan(game, backend.raw, snake_beam=beam,
-                                    overcooked_horizon=horizon))
+                                    overcooked_width=width, overcooked_horizon=horizon))
     finally:
         backend.close()
     expert = replay(game, load, seed, moves)
@@ -117,7 +122,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--loads", default=",".join(LOADS))
     ap.add_argument("--seeds", default=",".join(map(str, SEEDS)))
     ap.add_argument("--snake-beam", type=int, default=SNAKE_BEAM)
-    ap.add_argument("--horizon", type=int, default=OVERCOOKED_HORIZON)
+    ap.add_argument("--width", type=int, default=OVERCOOKED_WIDTH,
+                    help="Overcooked: games kept per turn by the beam search")
+    ap.add_argument("--horizon", type=int, default=OVERCOOKED_HORIZON,
+                    help="Overcooked: turns of the reference cook that rank a game")
     ap.add_argument("--out", type=Path,
                     help="write the JSON table here (entries of other cases already in it stay)")
     args = ap.parse_args(argv)
@@ -133,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
                 if game == "overcooked" and done is not None:
                     entry = done  # one game whatever the seed (fixed layout, partner seed 42)
                 else:
-                    entry = score_case(game, load, seed, args.snake_beam, args.horizon)
+                    entry = score_case(game, load, seed, args.snake_beam, args.width, args.horizon)
                 done = entry
                 cases.setdefault(game, {}).setdefault(load, {})[str(seed)] = entry
                 print(f"{game}/{load}/seed{seed:<8}{entry.reference:>9g}{entry.expert:>8g}"
@@ -141,6 +149,7 @@ def main(argv: list[str] | None = None) -> int:
                       f"{time.monotonic() - start:>7.1f}", flush=True)
     if args.out:
         table = ExpertScores(method=METHOD, settings={"snake_beam": args.snake_beam,
+                                                      "overcooked_width": args.width,
                                                       "overcooked_horizon": args.horizon},
                              cases=cases)
         args.out.write_text(json.dumps(table.model_dump(), indent=1) + "\n")

@@ -10,38 +10,32 @@ on a fresh game of the same seed, reaches the recorded score (``expert_scores.js
   legal move, duplicates (same body, heading and apples) are merged, and the best ``width``
   (reward, then room to move, then closeness to an apple) are kept; the best finished game's
   moves are the plan. It sees the apples the game will spawn (they are in the copied game).
-- Overcooked: rollout policy improvement over the reference cook: each turn, every action is
-  tried on a deep copy of the whole game (partner included) followed by ``horizon`` turns of
-  the reference cook, and the action with the best return is played (ties keep the
-  reference's own choice). The global NumPy generator is restored after each rollout, so the
-  searched game and a replay see the same random draws.
+- Overcooked: a beam search over macro-actions ("walk to a tile and interact"), a few games
+  kept per turn, each ranked by a rollout of the reference cook (see
+  :mod:`.expert_overcooked`).
 """
 
 from __future__ import annotations
 
 import copy
-import time
 from collections import deque
-from collections.abc import Callable
 from typing import Any
 
-from computer_env.realtimegym.games import MAX_TURNS
-from computer_env.realtimegym.reference import (
-    _freeway_clone,
-    _freeway_plan,
-    _overcooked_action,
-    _overcooked_view,
+from computer_env.realtimegym.expert_overcooked import (
+    OVERCOOKED_HORIZON,
+    OVERCOOKED_WIDTH,
+    overcooked_plan,
 )
+from computer_env.realtimegym.reference import _freeway_clone, _freeway_plan
 
 SNAKE_BEAM = 500
 """Games kept per turn by the Snake beam search (about 10 s a seed on one core)."""
-OVERCOOKED_HORIZON = 10
-"""Turns of the reference cook after each tried Overcooked action."""
 _SNAKE_MOVES = {"U": (0, 1), "D": (0, -1), "L": (-1, 0), "R": (1, 0)}
 _REVERSE = {"U": "D", "D": "U", "L": "R", "R": "L"}
 
 
 def expert_plan(game: str, raw: Any, *, snake_beam: int = SNAKE_BEAM,
+                overcooked_width: int = OVERCOOKED_WIDTH,
                 overcooked_horizon: int = OVERCOOKED_HORIZON) -> list[str]:
     """The expert's moves (action letters) for the fresh game ``raw`` (a RealtimeGym env)."""
     if game == "freeway":
@@ -49,7 +43,7 @@ def expert_plan(game: str, raw: Any, *, snake_beam: int = SNAKE_BEAM,
     if game == "snake":
         return snake_plan(raw, width=snake_beam)
     if game == "overcooked":
-        return overcooked_plan(raw, horizon=overcooked_horizon)
+        return overcooked_plan(raw, width=overcooked_width, horizon=overcooked_horizon)
     raise ValueError(f"unknown game {game!r}")
 
 
@@ -120,54 +114,5 @@ def snake_plan(raw: Any, width: int = SNAKE_BEAM) -> list[str]:
     return best[1]
 
 
-# ----- Overcooked -------------------------------------------------------------------------
-
-OC_ACTIONS = ("U", "D", "L", "R", "I", "S")
-
-
-def _reference_cook(raw: Any) -> str:
-    return _overcooked_action(*_overcooked_view(raw))
-
-
-def _shared_overcooked(raw: Any) -> dict[int, Any]:
-    """A deep-copy memo that shares the kitchen's layout and its motion planner between the
-    game and its copies: both are read-only during play, and the planner alone costs a
-    second a copy."""
-    base = raw.gym_env.base_env
-    shared = [raw.gym_env.base_mdp, base.mdp, getattr(base, "_mlam", None)]
-    return {id(obj): obj for obj in shared if obj is not None}
-
-
-def _rollout(raw: Any, first: str, horizon: int) -> float:
-    """The reward of ``first`` then ``horizon`` turns of the reference cook, on a deep copy."""
-    import numpy as np  # noqa: PLC0415 - RealtimeGym's dependency, present when its games are
-
-    state = np.random.get_state()
-    try:
-        sim = copy.deepcopy(raw, _shared_overcooked(raw))
-        start = sim.reward
-        sim.go(first)
-        for _ in range(horizon):
-            if sim.terminal or sim.game_turn >= MAX_TURNS:
-                break
-            sim.go(_reference_cook(sim))
-        return float(sim.reward - start)
-    finally:
-        np.random.set_state(state)
-
-
-def overcooked_plan(raw: Any, horizon: int = OVERCOOKED_HORIZON,
-                    on_turn: Callable[[int, float], None] | None = None) -> list[str]:
-    """Rollout policy improvement over the reference cook, played on ``raw`` itself (which
-    ends the episode: pass a fresh game you can spare)."""
-    moves: list[str] = []
-    started = time.monotonic()
-    while not raw.terminal and raw.game_turn < MAX_TURNS:
-        own = _reference_cook(raw)
-        values = {a: _rollout(raw, a, horizon) for a in OC_ACTIONS}
-        choice = max(OC_ACTIONS, key=lambda a: (values[a], a == own))
-        raw.go(choice)
-        moves.append(choice)
-        if on_turn is not None:
-            on_turn(raw.game_turn, time.monotonic() - started)
-    return moves
+__all__ = ["OVERCOOKED_HORIZON", "OVERCOOKED_WIDTH", "SNAKE_BEAM", "expert_plan",
+           "overcooked_plan", "snake_clone", "snake_moves", "snake_plan"]
