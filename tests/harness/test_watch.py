@@ -78,7 +78,7 @@ def test_watch_page_shows_each_worker_in_chromium(tmp_path: Path,
     two.phase("setup")
     assert printed[0] == "[os/t1] setup starts"
     assert printed[1].startswith("[os/t1] agent starts (setup took ")
-    assert printed[2].startswith('[os/t1] step 2: {"tool_name": "click"') and \
+    assert printed[2].startswith('[os/t1] step 2: click "OK" at (10, 20)') and \
         printed[2].endswith("| model latency 0.25 s")
     # a status that points outside the run folder
     (run_dir / STATUS_DIR / "gw9.json").write_text(json.dumps(
