@@ -85,7 +85,8 @@ def _drops(mdp: Any, state: Any) -> list[tuple[int, int]]:
     free = {(x, y) for y, row in enumerate(mdp.terrain_mtx) for x, t in enumerate(row)
             if t == "X" and (x, y) not in state.objects}
     start = tuple(me.position)
-    seen, todo, out = {start}, deque([start]), []
+    seen, todo = {start}, deque([start])
+    out: list[tuple[int, int]] = []
     while todo and len(out) < NEAREST_DROPS:
         x, y = todo.popleft()
         for dx, dy in _DIRS:
