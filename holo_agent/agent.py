@@ -144,10 +144,9 @@ class HoloComputerAgent:
     def _record(self, traj: Trajectory, rec: StepRecord) -> None:
         traj.add(rec)
         if self.recorder is not None:
-            t0 = time.perf_counter()
+            # the record stays as written: the file reads back as the records the agent made
+            # (so record_s counts saving the screenshot, not writing this line itself)
             self.recorder.record_step(rec)
-            if rec.harness is not None:  # the line is written: its own write time in memory
-                rec.harness.record_s += time.perf_counter() - t0
         if self.on_step is not None:
             self.on_step(rec)
 
