@@ -59,7 +59,11 @@ def main(argv: list[str] | None = None) -> int:
         print("no token: pass --token-file or set DESKTOP_SERVER_TOKEN", file=sys.stderr)
         return 2
     os.environ.pop("DESKTOP_SERVER_TOKEN", None)  # children must not see it
-    from computer_env.desktop.server.verify_zygote import VerifierRunner, make_non_dumpable
+    from computer_env.desktop.server.verify_zygote import (
+        RunnerGone,
+        VerifierRunner,
+        make_non_dumpable,
+    )
 
     if not make_non_dumpable():  # the desktop's processes cannot reach into this one
         logger.warning("could not make the server non-dumpable")
@@ -84,7 +88,10 @@ def main(argv: list[str] | None = None) -> int:
     state = app.extensions["desktop_server"]
     state.procs.become_subreaper()
     if config.extras:  # now, before any agent acts (see verify_zygote)
-        state.verifier = VerifierRunner(config.home)
+        try:
+            state.verifier = VerifierRunner(config.home)
+        except (OSError, RunnerGone, ValueError) as exc:  # the desktop still serves
+            logger.warning("no verifier runner (verifiers fall back to /run_python): %s", exc)
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
     server = make_server(args.host, args.port, app, threaded=True)
     port = server.server_port
