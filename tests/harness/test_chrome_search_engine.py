@@ -48,6 +48,6 @@ def test_omnibox_query_goes_to_google() -> None:
                                 f"xdotool type --delay 20 '{QUERY}' && xdotool key Return"],
                                timeout=60)
         assert typed.returncode == 0, typed.error
-        urls = wait_for(lambda: [u for u in _page_urls(cdp) if u != "about:blank"] or None,
+        urls = wait_for(lambda: [u for u in _page_urls(cdp) if u and u != "about:blank"] or None,
                         "the omnibox query to navigate", timeout=30, interval=0.5)
         assert urls[0].startswith("https://www.google.com/search?q=holo+bench+query"), urls
