@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from computer_env.desktop.client import DesktopClient, DesktopRequestError
+from computer_env.desktop.server.verify_zygote import SAFE_PATH
 from computer_env.errors import InfraError
 
 MARKER = "@@HOLO_VERIFIER@@"
@@ -46,7 +47,6 @@ except BaseException:
     _out = {"error": _tb.format_exc()[-1500:]}
 print("\\n%(marker)s" + _json.dumps(_out))
 '''
-SAFE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
 class VerifierError(InfraError):
