@@ -37,7 +37,9 @@ from holo_agent.errors import HarnessRequestError
 log = logging.getLogger(__name__)
 
 NO_KEY = "no-key"  # openai needs some key; without one the Authorization header is omitted
-HIDDEN_HEADERS = {"OpenAI-Organization": openai.omit, "OpenAI-Project": openai.omit}
+# removed from every request: openai would add them from OPENAI_ORG_ID/OPENAI_PROJECT_ID
+HIDDEN_HEADERS: dict[str, openai.Omit] = {"OpenAI-Organization": openai.omit,
+                                          "OpenAI-Project": openai.omit}
 
 
 @dataclass
@@ -135,10 +137,7 @@ class ChatClient:
         self._no_key = not api_key
         self._openai = _BackoffOpenAI(
             base_url=self.base_url, api_key=api_key or NO_KEY, timeout=timeout,
-            max_retries=max_retries, http_client=self._http,
-            # openai removes Omit-valued headers (its own default_headers are str | Omit), but
-            # its constructor's parameter is typed Mapping[str, str]
-            default_headers=HIDDEN_HEADERS)  # type: ignore[arg-type]
+            max_retries=max_retries, http_client=self._http)
         self._openai.backoff_base, self._openai.backoff_max = backoff_base, backoff_max
         self._openai.shown_url = self.base_url
 
@@ -160,7 +159,8 @@ class ChatClient:
         try:
             raw = self._openai.chat.completions.with_raw_response.create(
                 model=body["model"], messages=body["messages"], extra_body=extra,
-                extra_headers={"Authorization": openai.omit} if self._no_key else None)
+                extra_headers=({**HIDDEN_HEADERS, "Authorization": openai.omit} if self._no_key
+                               else HIDDEN_HEADERS))
         except openai.APIStatusError as exc:
             raise self._status_error(exc) from None
         except openai.APITimeoutError as exc:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import logging
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
@@ -25,8 +25,9 @@ EndReason = Literal["answered", "infeasible", "max_steps", "malformed", "env_don
 REFERENCE_POLICY_LABEL = "REFERENCE POLICY — harness check, not a model score"
 """The label on every report of a run played by the built-in reference endpoint."""
 
-_CALL: TypeAdapter[Any] = TypeAdapter(CodeToolCall)
-_EVENT: TypeAdapter[Any] = TypeAdapter(InputEvent)
+_CALL: TypeAdapter[CodeToolCall] = TypeAdapter(CodeToolCall)
+_EVENT: TypeAdapter[InputEvent] = TypeAdapter(InputEvent)
+_T = TypeVar("_T")
 
 
 class CodeRun(BaseModel):
@@ -119,7 +120,7 @@ class StepRecord(BaseModel):
         return _typed(_CODE, self.code)
 
 
-def _typed(adapter: TypeAdapter[Any], data: dict[str, Any] | None) -> Any:
+def _typed(adapter: TypeAdapter[_T], data: dict[str, Any] | None) -> _T | None:
     """``data`` validated by ``adapter``; None when absent or not valid (a newer or older
     format: the plain field still has it)."""
     if not data:

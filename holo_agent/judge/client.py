@@ -58,7 +58,7 @@ class JudgeClient:
             model = self._model()
             resp = self._client.chat.completions.create(
                 model=model, temperature=0.0,
-                messages=build_judge_messages(instruction, actions, end, screenshots))  # type: ignore[arg-type]
+                messages=build_judge_messages(instruction, actions, end, screenshots))
             content = resp.choices[0].message.content if resp.choices else None
             verdict, reason = parse_verdict(content)
         except JudgeParseError as exc:

@@ -14,6 +14,8 @@ import json
 import re
 from typing import Any
 
+from openai.types.chat import ChatCompletionContentPartParam, ChatCompletionMessageParam
+
 JUDGE_SYSTEM_PROMPT = """\
 You are a judge of computer-use episodes (a world-state model). You get a task given to an
 agent, the list of actions the agent took, and the final screenshots of the computer. Decide
@@ -34,13 +36,13 @@ def _data_url(image: bytes, mime: str) -> str:
 
 
 def build_judge_messages(instruction: str, actions: list[dict[str, Any]], end: str | None,
-                         screenshots: list[tuple[bytes, str]]) -> list[dict[str, Any]]:
+                         screenshots: list[tuple[bytes, str]]) -> list[ChatCompletionMessageParam]:
     """The chat messages of one judge request (``screenshots``: (bytes, mime), oldest first)."""
     text = (f"<task>\n{instruction}\n</task>\n{ACTIONS_OPEN}\n"
             f"{json.dumps(actions, ensure_ascii=False)}\n{ACTIONS_CLOSE}\n"
             f"The episode ended by: {end or 'unknown'}. The final screenshots follow "
             f"({len(screenshots)}, oldest first).")
-    parts: list[dict[str, Any]] = [{"type": "text", "text": text}]
+    parts: list[ChatCompletionContentPartParam] = [{"type": "text", "text": text}]
     for data, mime in screenshots:
         parts.append({"type": "image_url", "image_url": {"url": _data_url(data, mime)}})
     return [{"role": "system", "content": JUDGE_SYSTEM_PROMPT},

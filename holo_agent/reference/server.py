@@ -42,7 +42,7 @@ from holo_agent.tools import StepParseError, parse_step
 
 log = logging.getLogger(__name__)
 
-Policy = Callable[[str, int, dict], "dict | None"]
+Policy = Callable[[str, int, dict[str, Any]], "dict[str, Any] | None"]
 DONE_STEP: dict[str, Any] = {
     "note": None, "thought": "The scripted solution is finished.",
     "tool_call": {"tool_name": "answer", "content": "DONE"},
@@ -59,7 +59,7 @@ class NoSolution(LookupError):
                          f"({instruction[:80]!r}); it plays scripted solutions only")
 
 
-def _validate_solutions(solutions: dict[str, list[dict]]) -> None:
+def _validate_solutions(solutions: dict[str, list[dict[str, Any]]]) -> None:
     for instruction, steps in solutions.items():
         for i, step in enumerate(steps):
             try:
@@ -84,7 +84,7 @@ class ReferenceEndpoint:
 
     def __init__(
         self,
-        solutions: dict[str, list[dict]] | None = None,
+        solutions: dict[str, list[dict[str, Any]]] | None = None,
         *,
         host: str = "127.0.0.1",
         port: int = 0,
