@@ -1,3 +1,3 @@
 """Root conftest: loads the suite's pytest plugin (the composition root lives in ``fixtures``)."""
 
-pytest_plugins = ["fixtures.plugin"]
+pytest_plugins = ["fixtures.run.plugin"]

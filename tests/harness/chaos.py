@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 
-import fixtures.osworld_case as osworld_case
+import fixtures.benchmarks.osworld as osworld_case
 from computer_env.desktop.client import DesktopClient
 from computer_env.osworld import EvaluatorUnsupported
 from polling import wait_for

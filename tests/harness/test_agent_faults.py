@@ -16,9 +16,9 @@ from computer_env.desktop.client import DesktopClient
 from computer_env.desktop.providers.local import LocalSandboxProvider
 from computer_env.errors import EvaluatorCrash, EvaluatorInfraError
 from computer_env.osworld import evaluate
-from fixtures.attempt import Attempt
-from fixtures.integrity import EVALUATOR_CRASH, RESOURCE_LIMIT, AgentTurnGuard, task_text
-from fixtures.pool import VMPool
+from fixtures.cases.attempt import Attempt
+from fixtures.cases.integrity import EVALUATOR_CRASH, RESOURCE_LIMIT, AgentTurnGuard, task_text
+from fixtures.cases.pool import VMPool
 from test_osworld_evaluate import cache, make_ctx, put, task
 
 ZIP_EQ = {"func": "compare_zip_files", "result": cache("out.zip"), "expected": cache("gold.zip")}

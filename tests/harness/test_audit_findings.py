@@ -13,10 +13,10 @@ from typing import Any
 import httpx
 import pytest
 
-from fixtures.audit import format_audit, summarize_audit
-from fixtures.known_flaws import INFEASIBLE_BY_DESIGN, known_flaws_for, load_known_flaws
-from fixtures.results import TaskResult
-from fixtures.summary import summarize
+from fixtures.cases.audit import format_audit, summarize_audit
+from fixtures.cases.known_flaws import INFEASIBLE_BY_DESIGN, known_flaws_for, load_known_flaws
+from fixtures.cases.results import TaskResult
+from fixtures.report.summary import summarize
 from holo_agent.conversation import Conversation
 from holo_agent.prompt import build_system_prompt
 from holo_agent.reference.exploits import exploits_for, hostile_endpoint, model_name, registry

@@ -1,4 +1,4 @@
-"""Comparing result sets (``fixtures.compare``) and the sample statistics (``fixtures.stats``):
+"""Comparing result sets (``fixtures.report.compare``) and the sample statistics (``fixtures.report.stats``):
 hand-computed tables, textbook values, and scipy's output for the McNemar test and paired CIs.
 
 One small hand-made comparison is written in all four input formats (our run folder, an OSWorld
@@ -15,13 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from fixtures.compare import CompareInputError, compare, format_comparison, load_side
-from fixtures.compare.analysis import side_info
-from fixtures.compare.model import Sample, Side
-from fixtures.results import TaskResult, Versions, task_dir, write_result
-from fixtures.stats import flake_rate, mcnemar_exact, paired_interval, pass_at_k, pass_hat_k
-from fixtures.summary import summarize
-from fixtures.summary_text import format_summary
+from fixtures.report.compare import CompareInputError, compare, format_comparison, load_side
+from fixtures.report.compare.analysis import side_info
+from fixtures.report.compare.model import Sample, Side
+from fixtures.cases.results import TaskResult, Versions, task_dir, write_result
+from fixtures.report.stats import flake_rate, mcnemar_exact, paired_interval, pass_at_k, pass_hat_k
+from fixtures.report.summary import summarize
+from fixtures.report.summary_text import format_summary
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -321,25 +321,25 @@ def test_cli_prints_verdict_and_writes_page_and_json(tmp_path: Path) -> None:
     a, b = write_run(tmp_path / "runA", 2), write_csv(tmp_path / "sheet.csv", 3)
     out_html, out_json = tmp_path / "cmp.html", tmp_path / "cmp.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "fixtures.compare", str(a), str(b), "--html", str(out_html),
+        [sys.executable, "-m", "fixtures.report.compare", str(a), str(b), "--html", str(out_html),
          "--json", str(out_json)], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert "sheet is 16.7 points higher than runA" in proc.stdout
     assert "pass->fail (1):\n  chrome/t2  1 -> 0" in proc.stdout
     assert "only runA attempted (1): gimp/t9" in proc.stdout
-    from fixtures.compare import Comparison
+    from fixtures.report.compare import Comparison
 
     saved = Comparison.model_validate_json(out_json.read_text())
     assert saved.pairs[0].overall.n == 6
     page = out_html.read_text()
     assert 'href="runA/Org_Model-1/chrome/t2/replay.html"' in page
-    bad = subprocess.run([sys.executable, "-m", "fixtures.compare", str(a), str(tmp_path / "no")],
+    bad = subprocess.run([sys.executable, "-m", "fixtures.report.compare", str(a), str(tmp_path / "no")],
                          cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "no such file or folder" in bad.stderr
 
 
 def test_page_escapes_everything(tmp_path: Path) -> None:
-    from fixtures.compare import comparison_html
+    from fixtures.report.compare import comparison_html
 
     evil = "<script>alert(1)</script>"
     a = side(evil, [(f"os/{evil}", None, "passed")])

@@ -1,4 +1,4 @@
-"""``python -m fixtures.compare`` on bad input: one line naming the file (and the line and the
+"""``python -m fixtures.report.compare`` on bad input: one line naming the file (and the line and the
 column) and exit status 2, never a traceback; a run folder's unreadable ``result.json`` is
 reported by name and its task counted as unscored, never silently dropped."""
 
@@ -11,15 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from fixtures.compare import CompareInputError, compare, load_side
-from fixtures.results import TaskResult, Versions, task_dir, write_result
+from fixtures.report.compare import CompareInputError, compare, load_side
+from fixtures.cases.results import TaskResult, Versions, task_dir, write_result
 
 ROOT = Path(__file__).resolve().parents[2]
 GOOD_CSV = "domain,task_id,score\nos,a,1\nos,b,0\n"
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "fixtures.compare", *args], cwd=ROOT,
+    return subprocess.run([sys.executable, "-m", "fixtures.report.compare", *args], cwd=ROOT,
                           capture_output=True, text=True, timeout=120)
 
 

@@ -17,7 +17,7 @@ from urllib.parse import unquote, urlparse
 
 import pytest
 
-from fixtures.results import TaskResult, Versions, task_dir, write_result
+from fixtures.cases.results import TaskResult, Versions, task_dir, write_result
 from inner_suite import report_conftest
 
 pytest_plugins = ["pytester"]
@@ -162,7 +162,7 @@ def _pytest(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 def test_compare_to_option_errors_name_the_input(tmp_path: Path) -> None:
     probe = tmp_path / "test_probe.py"
     probe.write_text("def test_nothing():\n    pass\n")
-    common = ("-p", "fixtures.plugin", "-q", "--rootdir", str(tmp_path), str(probe),
+    common = ("-p", "fixtures.run.plugin", "-q", "--rootdir", str(tmp_path), str(probe),
               "--results-dir", str(tmp_path / "results"))
     proc = _pytest(*common, "--compare-to", "no-such-run", cwd=tmp_path)
     assert proc.returncode == 4, proc.stdout + proc.stderr

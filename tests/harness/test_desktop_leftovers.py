@@ -19,7 +19,7 @@ import pytest
 from computer_env.desktop.providers import netns
 from computer_env.desktop.providers.cgroups import session_cgroups
 from computer_env.desktop.providers.local import LocalSandboxProvider
-from fixtures.pool import sweep_network_leftovers
+from fixtures.cases.pool import sweep_network_leftovers
 from localdesk import local_desktop
 
 pytestmark = [

@@ -19,8 +19,8 @@ from computer_env.desktop.providers.limits import MiB, DesktopLimits, parse_size
 from computer_env.desktop.providers.local import LocalSandboxProvider
 from computer_env.desktop.providers.session import SandboxSession
 from computer_env.errors import ResourceLimitError
-from fixtures.outcomes import classify
-from fixtures.pool import VMPool
+from fixtures.cases.outcomes import classify
+from fixtures.cases.pool import VMPool
 from localdesk import guest_sh, local_desktop
 from polling import wait_for
 

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from computer_env.errors import ConfigurationError, ModelEndpointError
-from fixtures.endpoints import (
+from fixtures.cases.endpoints import (
     Endpoint,
     EndpointChooser,
     VllmServers,
@@ -31,7 +31,7 @@ from fixtures.endpoints import (
     free_port,
     normalize_base_url,
 )
-from fixtures.run_start import builtin_solutions_by_instruction
+from fixtures.run.run_start import builtin_solutions_by_instruction
 from holo_agent.reference import ReferenceEndpoint
 from httpstub import CountingServer
 from polling import wait_for

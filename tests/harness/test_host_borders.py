@@ -29,7 +29,7 @@ from computer_env.osworld.assets import AssetServer
 from computer_env.osworld.confine import check_download_url
 from computer_env.osworld.guarded_http import RefusedAddress
 from computer_env.osworld.tasks import TaskLoadError, parse_task
-from fixtures.watch.server import WatchServer
+from fixtures.report.watch.server import WatchServer
 from holo_agent.reference.server import ReferenceEndpoint
 
 REPO = Path(__file__).resolve().parents[2]

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from computer_env.desktop.client import DesktopRequestError
-from fixtures.outcomes import classify
+from fixtures.cases.outcomes import classify
 from polling import wait_for
 from suite import (
     ROOT,

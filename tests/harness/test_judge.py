@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from fixtures.protocol_summary import agreement
-from fixtures.results import TaskResult
+from fixtures.report.protocol_summary import agreement
+from fixtures.cases.results import TaskResult
 from holo_agent.judge import JudgeClient, JudgeParseError, parse_verdict
 from holo_agent.reference import ReferenceEndpoint
 from suite import run_suite, task_list_file
@@ -124,8 +124,8 @@ def test_score_by_judge_replaces_the_rule_score_and_keeps_it_recorded(tmp_path: 
     what ``judge_case`` reads (settings, the judge client, the phase hook)."""
     from types import SimpleNamespace
 
-    from fixtures.attempt import Attempt
-    from fixtures.judge import judge_case
+    from fixtures.cases.attempt import Attempt
+    from fixtures.cases.judge import judge_case
     from holo_agent.records import StepRecord, Trajectory
 
     traj = Trajectory(instruction="press enter", end="answered")

@@ -1,6 +1,6 @@
 """Every numeric option is validated at start-up with a usage error naming it (issue 11,
 item 7): a bad value stops the run before any task instead of breaking every case. The ranges
-are the constraints of the ``Settings`` model (``fixtures.settings``); a violation names the
+are the constraints of the ``Settings`` model (``fixtures.run.settings``); a violation names the
 option, not the field."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from fixtures.settings import Settings
-from fixtures.settings_build import OPTION_FIELDS
+from fixtures.run.settings import Settings
+from fixtures.run.settings_build import OPTION_FIELDS
 from parsed_settings import settings_of as _settings
 
 ROOT = Path(__file__).resolve().parents[2]

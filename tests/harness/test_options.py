@@ -30,7 +30,7 @@ ISSUE_OPTIONS = (
 
 SETTINGS_PROBE = '''
 import json, os
-from fixtures.stash import SETTINGS
+from fixtures.run.stash import SETTINGS
 
 
 def test_dump_settings(request):
@@ -58,7 +58,7 @@ def _settings(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> 
     probe = tmp_path / "test_probe_settings.py"
     probe.write_text(SETTINGS_PROBE)
     out = tmp_path / "settings.json"
-    proc = _pytest(str(probe), "-p", "fixtures.plugin", "-q", "--rootdir", str(tmp_path),
+    proc = _pytest(str(probe), "-p", "fixtures.run.plugin", "-q", "--rootdir", str(tmp_path),
                    "-o", f"cache_dir={tmp_path / 'pytest-cache'}", "--results-dir",
                    str(tmp_path / "results"), *args, cwd=tmp_path,
                    env={"SETTINGS_OUT": str(out), **(env or {})})

@@ -13,9 +13,9 @@ import pytest
 
 from computer_env.osworld.errors import TaskLoadError
 from computer_env.osworld.oracle import PROOF_ROUTES, load_oracle_file, oracle_index
-from fixtures.results import TaskResult
-from fixtures.summary import summarize
-from fixtures.summary_text import format_summary
+from fixtures.cases.results import TaskResult
+from fixtures.report.summary import summarize
+from fixtures.report.summary_text import format_summary
 
 MIN_PROOF_ORACLES = 25
 """Shipped oracles that solve their task through the app's GUI or a terminal."""

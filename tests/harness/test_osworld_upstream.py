@@ -31,7 +31,7 @@ def test_a_checkout_given_with_osworld_root_wins(tmp_path: Path) -> None:
     (checkout / "desktop_env" / "__init__.py").write_text("CHECKOUT = True\n")
     (checkout / "evaluation_examples").mkdir()
     code = ("import sys; from pathlib import Path\n"
-            "from fixtures.run_start import add_osworld_to_path\n"
+            "from fixtures.run.run_start import add_osworld_to_path\n"
             f"add_osworld_to_path(Path({str(checkout / 'evaluation_examples')!r}))\n"
             "import desktop_env\n"
             "from computer_env.osworld.upstream import osworld_source\n"

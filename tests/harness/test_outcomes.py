@@ -1,4 +1,4 @@
-"""The error boundary (``fixtures.outcomes``): which exception ends a case as a skip, as unscored
+"""The error boundary (``fixtures.cases.outcomes``): which exception ends a case as a skip, as unscored
 infrastructure, or as a loud harness failure. Pure checks of the table, then a real child run
 on a real desktop where evaluation raises ``EvaluatorUnsupported`` or hits a harness bug."""
 
@@ -11,7 +11,7 @@ import pytest
 
 from computer_env.errors import InfraError, SetupError, VMUnreachable
 from computer_env.osworld import EvaluatorUnsupported, SetupUnsupported
-from fixtures.outcomes import CaseSkipped, Skip, Unscored, boundary, classify
+from fixtures.cases.outcomes import CaseSkipped, Skip, Unscored, boundary, classify
 from tests.harness.suite import ROOT, first_smoke_tasks, run_suite, task_list_file
 
 

@@ -9,7 +9,7 @@ pytest_plugins = ["pytester"]
 
 CONFTEST = '''
 from pathlib import Path
-from fixtures.progress import ProgressPlugin
+from fixtures.report.progress import ProgressPlugin
 
 def pytest_configure(config):
     config.pluginmanager.register(ProgressPlugin(

@@ -21,18 +21,18 @@ import httpx
 import pytest
 
 from computer_env.osworld.explain import explain_files
-from fixtures.progress import Estimator, Tally, case_key_of, format_eta, result_line
-from fixtures.report_html import summary_html
-from fixtures.results import TaskResult, task_dir, write_result
-from fixtures.runstate import (
+from fixtures.report.progress import Estimator, Tally, case_key_of, format_eta, result_line
+from fixtures.report.report_html import summary_html
+from fixtures.cases.results import TaskResult, task_dir, write_result
+from fixtures.report.runstate import (
     RunState,
     format_run_state,
     is_secret_option,
     not_run_ids,
     resume_command,
 )
-from fixtures.summary import Summary, summarize
-from fixtures.summary_text import format_summary, summary_csv
+from fixtures.report.summary import Summary, summarize
+from fixtures.report.summary_text import format_summary, summary_csv
 
 ROOT = Path(__file__).resolve().parents[2]
 

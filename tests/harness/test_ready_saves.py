@@ -29,7 +29,7 @@ from computer_env.osworld.ready import (
 )
 from computer_env.osworld.saves import evaluated_files, wait_for_saves
 from computer_env.osworld.tasks import parse_task
-from fixtures.outcomes import classify
+from fixtures.cases.outcomes import classify
 from localdesk import local_desktop
 
 TASKS = {t.id: t for t in load_builtin_tasks()}

@@ -16,8 +16,8 @@ from urllib.parse import unquote, urlparse
 
 import pytest
 
-from fixtures.results import load_results
-from fixtures.summary import REFERENCE_BANNER, Summary, summarize
+from fixtures.cases.results import load_results
+from fixtures.report.summary import REFERENCE_BANNER, Summary, summarize
 from inner_suite import report_conftest
 
 pytest_plugins = ["pytester"]
@@ -153,9 +153,9 @@ def look_in_browser(report: Path, shot: Path) -> None:
 
 
 def test_task_result_property_is_redacted_and_round_trips() -> None:
-    from fixtures.redact import register_secret
-    from fixtures.report import task_result_of, task_result_property
-    from fixtures.results import TaskResult
+    from fixtures.cases.redact import register_secret
+    from fixtures.report.report import task_result_of, task_result_property
+    from fixtures.cases.results import TaskResult
 
     key = "tok-" + "5a6b7c8d9e0f1a2b"
     register_secret(key)
@@ -174,7 +174,7 @@ def test_task_result_property_is_redacted_and_round_trips() -> None:
 def test_svg_chart_escapes_and_is_well_formed() -> None:
     import xml.etree.ElementTree as ET
 
-    from fixtures.svgchart import Bar, bar_chart
+    from fixtures.report.svgchart import Bar, bar_chart
 
     svg = bar_chart(
         [Bar("<script>x</script>", 0.5, (0.2, 0.9), "1/2 & more"), Bar("os", None),

@@ -16,7 +16,7 @@ import pytest
 
 from computer_env.realtimegym import GameComputerEnv, toy_factory
 from computer_env.realtimegym.budget import lost_turns
-from fixtures.game_case import seconds_clock, token_clock
+from fixtures.benchmarks.realtimegym import seconds_clock, token_clock
 from holo_agent import HoloComputerAgent, Recorder
 from holo_agent.reference import ReferenceEndpoint
 

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from PIL import Image
 
-from fixtures.progress import ProgressPlugin
-from fixtures.watch import STATUS_DIR, CaseEvents, WatchServer
+from fixtures.report.progress import ProgressPlugin
+from fixtures.report.watch import STATUS_DIR, CaseEvents, WatchServer
 from holo_agent.records import StepRecord
 
 CHROMIUM = "/usr/bin/chromium"

@@ -13,8 +13,8 @@ import httpx
 import pytest
 from PIL import Image
 
-from fixtures.watch.server import WatchServer
-from fixtures.watch.status import SETUP_SCREEN, CaseEvents, _action
+from fixtures.report.watch.server import WatchServer
+from fixtures.cases.events import SETUP_SCREEN, CaseEvents, _action
 
 CHROMIUM = Path("/usr/bin/chromium")
 
