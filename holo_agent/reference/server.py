@@ -6,14 +6,10 @@ It is a harness check, not a model: ``/v1/models`` reports ``reference-policy`` 
 1. checks the request against the agent-loop conventions (:mod:`.conformance`); a broken rule
    is answered HTTP 400 naming the rule; an unknown model name is answered 404;
 2. applies injected faults (:mod:`.faults`);
-3. identifies the task from the first user message's ``<task>`` block and the step index as the
-   number of assistant turns already in the conversation. A re-ask adds no assistant turn, so it
-   gets the same step again (the scripted step, now without the injected fault);
-4. answers ``policy(instruction, step_index, request)`` when a policy is given and returns a
-   Step, else ``solutions[instruction][step_index]``, else (past the solution's end)
-   ``answer("DONE")``; with ``usage`` (text by characters, images by vision-encoder patches:
-   :mod:`.usage`) and a ``reasoning_content``.
-   A task it has no solution for is answered HTTP 404 ``no_solution``, never a made-up DONE.
+3. answers the task's next scripted step (:mod:`.script`: the task from the ``<task>`` block,
+   the step index from the assistant turns, a policy's step first, ``answer("DONE")`` past the
+   solution's end); a re-ask gets the same step again, now without the injected fault. A task
+   it has no solution for is answered HTTP 404 ``no_solution``, never a made-up DONE.
 
 ``POST /admin/faults`` with ``{"spec": "..."}`` sets faults from another process.
 A connection over this host's loopback is answered only when a socket of this host user made it
@@ -31,41 +27,19 @@ import threading
 import time
 from collections import deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable
+from typing import Any
 
 from computer_env import is_loopback, same_user
-from holo_agent.reference.conformance import check_request, extract_instruction
-from holo_agent.reference.faults import FaultPlan, bad_content
+from holo_agent.reference.conformance import check_request
+from holo_agent.reference.faults import FaultPlan
 from holo_agent.reference.judge import JUDGE_MODEL, judge_completion
-from holo_agent.reference.usage import prompt_tokens, text_tokens
-from holo_agent.tools import StepParseError, parse_step
+from holo_agent.reference.script import (
+    DONE_STEP, NoSolution, Policy, completion_payload, next_step, validate_solutions,
+)
+
+__all__ = ["DONE_STEP", "NoSolution", "Policy", "ReferenceEndpoint"]
 
 log = logging.getLogger(__name__)
-
-Policy = Callable[[str, int, dict[str, Any]], "dict[str, Any] | None"]
-DONE_STEP: dict[str, Any] = {
-    "note": None, "thought": "The scripted solution is finished.",
-    "tool_call": {"tool_name": "answer", "content": "DONE"},
-}
-
-
-class NoSolution(LookupError):
-    """The endpoint has no scripted solution (and no policy step) for the task: it answers
-    HTTP 404 ``no_solution`` instead of a made-up step, so the harness can skip the case with
-    that reason rather than score a DONE at step 1."""
-
-    def __init__(self, instruction: str) -> None:
-        super().__init__(f"the reference endpoint has no solution for this task "
-                         f"({instruction[:80]!r}); it plays scripted solutions only")
-
-
-def _validate_solutions(solutions: dict[str, list[dict[str, Any]]]) -> None:
-    for instruction, steps in solutions.items():
-        for i, step in enumerate(steps):
-            try:
-                parse_step(json.dumps(step), code_actions=True)
-            except StepParseError as exc:
-                raise ValueError(f"solution for {instruction[:60]!r} step {i}: {exc}") from None
 
 
 class _Server(ThreadingHTTPServer):
@@ -97,7 +71,7 @@ class ReferenceEndpoint:
         extra_models: list[str] | None = None,
     ) -> None:
         self.solutions = dict(solutions or {})
-        _validate_solutions(self.solutions)
+        validate_solutions(self.solutions)
         self.host, self.port = host, port
         self.policy = policy
         self.model_name = model_name
@@ -179,41 +153,16 @@ class ReferenceEndpoint:
 
     def next_step(self, body: dict[str, Any]) -> tuple[dict[str, Any], int, str]:
         """(Step dict, step index, instruction) for a conforming request."""
-        messages = body["messages"]
-        instruction = extract_instruction(messages) or ""
-        index = sum(m.get("role") == "assistant" for m in messages)
-        step = self.policy(instruction, index, body) if self.policy else None
-        if step is None:
-            if instruction not in self.solutions:
-                raise NoSolution(instruction)
-            steps = self.solutions[instruction]
-            step = steps[index] if index < len(steps) else DONE_STEP
-        return step, index, instruction
+        return next_step(body, self.solutions, self.policy)
 
     def completion(self, body: dict[str, Any], content_fault: str | None) -> dict[str, Any]:
         """Build the chat completion for a conforming request."""
         step, index, instruction = self.next_step(body)
-        content = json.dumps(step, ensure_ascii=False)
-        if content_fault:
-            content = bad_content(content_fault, step)
-        tool = step.get("tool_call", {}).get("tool_name")
         log.info("request %d: conforms; task %r step %d -> %s%s", self.request_count,
-                 instruction[:60], index, tool,
+                 instruction[:60], index, step.get("tool_call", {}).get("tool_name"),
                  f" (injected fault: {content_fault})" if content_fault else "")
-        reasoning = (f"Reference policy, step {index} of the scripted solution for this task: "
-                     f"{tool}." + (f" (injected fault: {content_fault})" if content_fault else ""))
-        reasoning_t = text_tokens(reasoning)
-        prompt_t = prompt_tokens(body["messages"])
-        completion_t = text_tokens(content) + reasoning_t
-        return {
-            "id": f"chatcmpl-ref-{self.request_count}", "object": "chat.completion",
-            "created": int(time.time()), "model": self.model_name,
-            "choices": [{"index": 0, "finish_reason": "stop", "message": {
-                "role": "assistant", "content": content, "reasoning_content": reasoning}}],
-            "usage": {"prompt_tokens": prompt_t, "completion_tokens": completion_t,
-                      "total_tokens": prompt_t + completion_t,
-                      "completion_tokens_details": {"reasoning_tokens": reasoning_t}},
-        }
+        return completion_payload(body, step, index, model_name=self.model_name,
+                                  request_id=self.request_count, content_fault=content_fault)
 
 
 class _Handler(BaseHTTPRequestHandler):
