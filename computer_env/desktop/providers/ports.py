@@ -6,7 +6,6 @@ Shared by the docker and remote providers. Readiness is polling the server itsel
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -14,8 +13,7 @@ from typing import Any
 import httpx
 
 from computer_env.errors import VMStartError
-
-log = logging.getLogger(__name__)
+from computer_env.readiness import NotReady, NotYet, wait_until
 
 #: Names of the guest ports a handle exposes, by container port (OSWorld's docker layout).
 GUEST_PORT_NAMES: dict[int, str] = {5000: "server", 9222: "cdp", 8080: "vlc", 8006: "vnc"}
@@ -76,33 +74,24 @@ def wait_until_ready(
     """
     start = time.monotonic()
     deadline = start + timeout
-    last_problem = "no answer yet"
-    delay = interval
-    while True:
-        try:
-            response = httpx.get(
-                url.rstrip("/") + "/screenshot",
-                headers=auth_headers(token),
-                timeout=min(10.0, max(1.0, deadline - time.monotonic())),
-            )
-            if response.status_code == 200 and response.content:
-                waited = time.monotonic() - start
-                log.debug("%s ready after %.2fs", what, waited)
-                return waited
-            last_problem = f"GET /screenshot answered {response.status_code}"
-            if response.status_code in (401, 403):
-                raise VMStartError(f"{what}: the server at {url} refused the token (HTTP "
-                                   f"{response.status_code}); is another server on that port?")
-        except httpx.HTTPError as exc:
-            last_problem = f"{type(exc).__name__}: {exc}"
-        if still_starting is not None:
-            gone = still_starting()
-            if gone:
-                raise VMStartError(f"{what} stopped before its server answered: {gone}")
-        if time.monotonic() + delay > deadline:
-            raise VMStartError(
-                f"{what}: the server at {url} did not return a screenshot within {timeout:.0f}s "
-                f"(last: {last_problem})"
-            )
-        time.sleep(delay)
-        delay = min(max_interval, delay * 1.5)
+
+    def screenshot() -> bool:
+        response = httpx.get(url.rstrip("/") + "/screenshot", headers=auth_headers(token),
+                             timeout=min(10.0, max(1.0, deadline - time.monotonic())))
+        if response.status_code == 200 and response.content:
+            return True
+        if response.status_code in (401, 403):
+            raise VMStartError(f"{what}: the server at {url} refused the token (HTTP "
+                               f"{response.status_code}); is another server on that port?")
+        raise NotYet(f"GET /screenshot answered {response.status_code}")
+
+    try:
+        wait_until(screenshot, timeout_s=timeout, what=what, interval_s=interval,
+                   max_interval_s=max_interval, gone=still_starting,
+                   retry_on=(httpx.HTTPError,))
+    except NotReady as exc:
+        if exc.gone is not None:
+            raise VMStartError(f"{what} stopped before its server answered: {exc.gone}") from None
+        raise VMStartError(f"{what}: the server at {url} did not return a screenshot within "
+                           f"{timeout:.0f}s (last: {exc.last})") from None
+    return time.monotonic() - start

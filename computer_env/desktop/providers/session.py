@@ -24,6 +24,7 @@ from computer_env import procs
 from computer_env.desktop.providers.cgroups import SessionCgroup
 from computer_env.desktop.providers.limits import DesktopLimits, tmp_breach
 from computer_env.errors import VMStartError
+from computer_env.readiness import NotReady, NotYet, wait_until
 
 log = logging.getLogger(__name__)
 
@@ -31,29 +32,29 @@ log = logging.getLogger(__name__)
 def wait_ready(host: str, port: int, token: str, session: subprocess.Popen[bytes], *,
                timeout: float, log_file: Path) -> None:
     """Poll ``GET /platform`` until the server answers 200; raise VMStartError otherwise."""
-    deadline = time.monotonic() + timeout
-    last = "no answer yet"
-    delay = 0.005
-    while time.monotonic() < deadline:
-        if session.poll() is not None:
-            raise VMStartError(f"desktop session exited ({session.returncode}) before its server "
-                               f"answered", detail=tail(log_file))
+
+    def platform() -> bool:
         conn = http.client.HTTPConnection(host, port, timeout=2.0)
         try:
             conn.request("GET", "/platform", headers={"Authorization": f"Bearer {token}"})
             resp = conn.getresponse()
             resp.read()
             if resp.status == 200:
-                return
-            last = f"HTTP {resp.status}"
-        except OSError as exc:
-            last = f"{type(exc).__name__}: {exc}"
+                return True
+            raise NotYet(f"HTTP {resp.status}")
         finally:
             conn.close()
-        time.sleep(delay)
-        delay = min(delay * 1.5, 0.05)
-    raise VMStartError(f"desktop server at {host}:{port} not ready after {timeout:.0f} s "
-                       f"(GET /platform: {last})", detail=tail(log_file))
+
+    try:
+        wait_until(platform, timeout_s=timeout, what=f"desktop server at {host}:{port}",
+                   interval_s=0.005, max_interval_s=0.05, child=session,
+                   retry_on=(OSError, http.client.HTTPException))
+    except NotReady as exc:
+        if exc.exit_code is not None:
+            raise VMStartError(f"desktop session exited ({exc.exit_code}) before its server "
+                               f"answered", detail=tail(log_file)) from None
+        raise VMStartError(f"desktop server at {host}:{port} not ready after {timeout:.0f} s "
+                           f"(GET /platform: {exc.last})", detail=tail(log_file)) from None
 
 
 def tail(path: Path, limit: int = 4000) -> str:
