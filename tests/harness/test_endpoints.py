@@ -11,13 +11,16 @@ harness side (launch, flags, health wait, logs, teardown) is real.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import signal
 import subprocess
 import sys
+import threading
 import uuid
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -29,9 +32,11 @@ from fixtures.cases.endpoints import (
     VllmServers,
     attach,
     free_port,
+    list_models,
     normalize_base_url,
 )
 from fixtures.run.run_start import builtin_solutions_by_instruction
+from holo_agent.client import ChatClient
 from holo_agent.reference import ReferenceEndpoint
 from httpstub import CountingServer
 from polling import wait_for
@@ -139,6 +144,96 @@ def test_attach_to_a_reference_endpoint_process() -> None:
     finally:
         kill_group(proc)  # type: ignore[arg-type]
         proc.wait(timeout=10)
+
+
+class HeaderRecorder:
+    """A real OpenAI-compatible HTTP server (``/v1/models``, ``/v1/chat/completions``) that
+    records the headers of every request, by path."""
+
+    def __init__(self) -> None:
+        self.seen: dict[str, list[dict[str, str]]] = {}
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def _answer(self, payload: dict[str, object]) -> None:
+                owner.seen.setdefault(self.path, []).append(
+                    {k.lower(): v for k, v in self.headers.items()})
+                body = json.dumps(payload).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def do_GET(self) -> None:  # noqa: N802 - http.server naming
+                self._answer({"object": "list", "data": [{"id": "m", "object": "model"}]})
+
+            def do_POST(self) -> None:  # noqa: N802
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                self._answer({"id": "c", "object": "chat.completion", "created": 0,
+                              "model": "m", "choices": [{"index": 0, "finish_reason": "stop",
+                              "message": {"role": "assistant", "content": "done"}}]})
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = int(self.server.server_address[1])
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+# the headers that differ between two requests of one client by nature (the agent's call asks
+# for the raw response; its user agent names openai's client class, a subclass there)
+_PER_REQUEST = {"content-length", "content-type", "x-stainless-read-timeout",
+                "x-stainless-retry-count", "x-stainless-timeout", "host", "connection",
+                "x-stainless-raw-response", "user-agent"}
+
+
+@pytest.mark.parametrize("api_key,userinfo", [(SECRET, ""), (None, ""), (None, "user:pw@")])
+def test_probe_sends_what_the_agent_sends(api_key: str | None, userinfo: str,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """The probe is the agent's own client: same auth, same headers (openai's user agent and
+    platform headers), never an organisation or project from the environment."""
+    monkeypatch.setenv("OPENAI_ORG_ID", "org-from-env")
+    monkeypatch.setenv("OPENAI_PROJECT_ID", "proj-from-env")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-from-env")
+    server = HeaderRecorder()
+    url = f"http://{userinfo}127.0.0.1:{server.port}/v1"
+    chat = ChatClient(url, api_key=api_key, max_retries=0)
+    try:
+        assert list_models(url, api_key) == ["m"]
+        chat.complete({"model": "m", "messages": [{"role": "user", "content": "hi"}]})
+    finally:
+        chat.close()
+        server.close()
+    (probe,) = server.seen["/v1/models"]
+    (call,) = server.seen["/v1/chat/completions"]
+    same = {k: v for k, v in probe.items() if k not in _PER_REQUEST}
+    assert same == {k: v for k, v in call.items() if k not in _PER_REQUEST}
+    assert probe["user-agent"].startswith("OpenAI/Python")
+    assert probe["user-agent"].split("/")[1] == call["user-agent"].split("/")[1]
+    assert not {"openai-organization", "openai-project"} & set(probe)
+    expected = (f"Bearer {api_key}" if api_key else
+                "Basic " + base64.b64encode(b"user:pw").decode() if userinfo else None)
+    assert probe.get("authorization") == expected
+
+
+def test_probe_errors_name_the_url_never_the_credentials() -> None:
+    bad = CountingServer(200, body=b'{"data": 5}', path="/v1")
+    try:
+        with pytest.raises(ModelEndpointError, match=r"/v1/models: not an OpenAI model list"):
+            list_models(bad.url, SECRET)
+    finally:
+        bad.close()
+    dead = dead_url().replace("http://", "http://user:hidden-pw@")
+    with pytest.raises(ModelEndpointError) as info:
+        list_models(dead, SECRET, timeout=5)
+    assert "[REDACTED]@127.0.0.1" in info.value.reason and "ConnectError" in info.value.reason
+    assert "hidden-pw" not in info.value.reason and SECRET not in info.value.reason
 
 
 # -- unit: EndpointChooser -------------------------------------------------------------------
