@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from fixtures.run.settings import Settings
-from fixtures.run.settings_build import OPTION_FIELDS
+from fixtures.run.options import OPTIONS
+from fixtures.run.settings import SECTIONS
 from parsed_settings import settings_of as _settings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -61,10 +61,11 @@ def test_choices_are_literals_named_by_option() -> None:
 
 
 def test_every_option_lands_in_one_field_of_the_model() -> None:
-    fields = {(section, name) for section, info in Settings.model_fields.items()
-              for name in info.annotation.model_fields}  # type: ignore[union-attr]
-    assert set(OPTION_FIELDS.values()) <= fields
-    assert len(set(OPTION_FIELDS.values())) == len(OPTION_FIELDS)  # no field fed twice
+    fields = {(section, name) for section, model in SECTIONS.items()
+              for name in model.model_fields}
+    assert {(d.section, d.field) for d in OPTIONS} <= fields
+    flags = [d.flag for d in OPTIONS]
+    assert len(set(flags)) == len(flags) == len(OPTIONS)  # no option declared twice
 
 
 def _collect(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
