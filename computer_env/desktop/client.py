@@ -177,13 +177,20 @@ class DesktopClient:
         return out.getvalue()
 
     def settle(self, *, quiet_s: float, cap_s: float, grace_s: float = 0.03,
-               max_quiet_s: float | None = None) -> dict[str, Any] | None:
-        """Wait in the desktop until the screen is still (its X server's damage reports);
-        None when the server cannot (an upstream OSWorld VM): compare screenshots instead."""
+               max_quiet_s: float | None = None, cpu_quiet_s: float | None = None,
+               map_quiet_s: float | None = None) -> dict[str, Any] | None:
+        """Wait in the desktop until the screen is still (its X server's damage reports) and
+        the active app idle (its CPU time; ``cpu_quiet_s``, ``map_quiet_s``: the server's
+        defaults when None); None when the server cannot (an upstream OSWorld VM): compare
+        screenshots instead."""
         if not self._has("settle"):
             return None
-        payload = {"quiet_s": quiet_s, "cap_s": cap_s, "grace_s": grace_s,
-                   "max_quiet_s": max(quiet_s, max_quiet_s or quiet_s)}
+        payload: dict[str, float] = {"quiet_s": quiet_s, "cap_s": cap_s, "grace_s": grace_s,
+                                     "max_quiet_s": max(quiet_s, max_quiet_s or quiet_s)}
+        if cpu_quiet_s is not None:
+            payload["cpu_quiet_s"] = cpu_quiet_s
+        if map_quiet_s is not None:
+            payload["map_quiet_s"] = map_quiet_s
         r = self._request("POST", "/settle", json=payload, timeout=cap_s + 15.0,
                           ok=lambda r: r.status_code in (200, 501))
         return r.json() if r.status_code == 200 else None

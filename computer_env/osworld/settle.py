@@ -104,36 +104,42 @@ def near(a: tuple[int, int, int], b: tuple[int, int, int]) -> bool:
 
 
 STILL_S = 0.1
-"""With the desktop's damage reports: how long the screen must not have been drawn on."""
+"""With the desktop's damage reports: how long the screen must not have been drawn on (longer,
+up to ``quiet_s``, for a screen drawing in bursts)."""
+APP_IDLE_S = 0.1
+"""With the desktop's damage reports: how long the active window's app must have been idle (its
+CPU time; LibreOffice's saves pause for up to ~40 ms between bursts of work)."""
+WINDOW_S = 0.2
+"""With the desktop's damage reports: how long after a new window was mapped (a dialog takes
+its focus and draws its content)."""
 
-
-USE_DAMAGE = False
-"""Settle from the server's damage reports (``/settle``): off until it holds the guarantees the
-screenshot comparison does (LibreOffice's keep-format dialog came after a damage-settled wait, so
-the key meant for it went to the sheet and the save never happened)."""
+USE_DAMAGE = True
+"""Settle from the server's evidence (``/settle``: damage reports, the app's CPU time, new
+windows) rather than comparing screenshots."""
 
 
 def wait_until_settled(client: Any, *, quiet_s: float = 1.0, cap_s: float = 10.0,
                        poll_s: float = 0.2, still_s: float = STILL_S) -> float:
     """Wait until the screen is still, at most ``cap_s``; returns the seconds waited.
 
-    On this project's desktop server, from the X server's damage reports: no drawing (carets
-    apart) for ``quiet_s``; ``still_s`` is kept for callers. Elsewhere
-    (an upstream OSWorld VM) small JPEG screenshots every ``poll_s`` until none changed for
-    ``quiet_s``.
+    On this project's desktop server, on evidence: no drawing (carets apart) for ``still_s``
+    (up to ``quiet_s`` for a screen drawing in bursts), the active window's app idle for
+    ``APP_IDLE_S`` and no new window for ``WINDOW_S``; so a still screen costs milliseconds
+    and an app still working on its input (a save that then asks to keep the format) is
+    waited for. Elsewhere (an upstream OSWorld VM) small JPEG screenshots every ``poll_s``
+    until none changed for ``quiet_s``.
     """
     start = time.monotonic()
     settle = getattr(client, "settle", None)
-    # the full quiet_s of stillness, as the screenshot comparison below asks: a shorter wait
-    # (still_s, with a burst heuristic) let a terminal printing every 0.1 s and LibreOffice
-    # still drawing pass as settled, and input then landed before the app was ready
-    answer = (settle(quiet_s=quiet_s, cap_s=cap_s, max_quiet_s=quiet_s)
+    answer = (settle(quiet_s=min(still_s, quiet_s), cap_s=cap_s, max_quiet_s=quiet_s,
+                     cpu_quiet_s=APP_IDLE_S, map_quiet_s=WINDOW_S)
               if settle is not None and USE_DAMAGE else None)
     if answer is not None:
         if answer.get("capped"):
             logger.info("screen still changing after %.1f s (cap); going on", cap_s)
         waited = time.monotonic() - start
-        logger.debug("screen still after %.3f s (damage reports)", waited)
+        logger.debug("settled after %.3f s (damage reports, app busy: %s)", waited,
+                     answer.get("app_busy"))
         return waited
     prev = _thumbnail(client.screenshot(fmt="jpeg", quality=40))
     last_change = time.monotonic()
@@ -154,5 +160,5 @@ def wait_until_settled(client: Any, *, quiet_s: float = 1.0, cap_s: float = 10.0
     return waited
 
 
-__all__ = ["STILL_S", "Box", "css_rgb", "dominant_colour", "ink_pixels", "is_blank", "near",
+__all__ = ["APP_IDLE_S", "STILL_S", "WINDOW_S", "Box", "css_rgb", "dominant_colour", "ink_pixels", "is_blank", "near",
            "screen_changed", "screen_image", "wait_until_settled"]

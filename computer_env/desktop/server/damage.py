@@ -16,6 +16,14 @@ which the delivery confirmation proves, draws its answer within a frame or two);
 keeps drawing is waited for at most ``cap_s``. A screen that draws in bursts (a progress bar,
 a terminal printing every 0.1 s) must stay still for twice its recent longest pause between
 drawings, up to ``max_quiet_s``, so a pause between two bursts is not taken for the end.
+
+A still screen does not prove the app is done: LibreOffice works ~0.5 s on a ctrl+s before it
+maps its "keep current format?" dialog, and hands some keys to its main loop to handle later,
+drawing nothing meanwhile. So the wait also asks for the evidence of the app itself: the
+process tree behind the active window must have stayed under a small share of one core for
+``cpu_quiet_s`` (see :mod:`.appcpu`; only a short probe when nothing happened lately: no input,
+drawing or new window within that window before the wait), and no new top-level window may have
+been mapped within ``map_quiet_s`` (the watcher also sees the root's ``MapNotify``).
 """
 
 from __future__ import annotations
@@ -27,6 +35,8 @@ import time
 from collections import deque
 from dataclasses import dataclass
 
+from computer_env.desktop.server import appcpu
+
 logger = logging.getLogger(__name__)
 
 TINY_AREA = 400
@@ -34,6 +44,8 @@ TINY_AREA = 400
 TINY_WINDOW_S = 0.2
 """Small drawings this close together add up (text drawn glyph by glyph); a caret's blinks
 are further apart."""
+PROBE_S = 0.02
+"""The CPU window when nothing happened lately (a still screen costs about this much)."""
 
 
 def _union(a: tuple[int, int, int, int] | None, b: tuple[int, int, int, int]
@@ -53,14 +65,17 @@ class Settled:
 
     waited_s: float
     still_s: float  # how long the screen had been still when the wait ended
-    capped: bool  # True: the screen was still changing at ``cap_s``
+    capped: bool  # True: the screen was still changing (or the app working) at ``cap_s``
     events: int  # damage reports during the wait
+    app_busy: bool = False  # the active window's app was seen working during the wait
+    maps: int = 0  # top-level windows mapped during the wait
 
 
 class DamageWatcher:
     """The time of the screen's last drawing, kept current by one background thread."""
 
     def __init__(self, display: str | None) -> None:
+        from Xlib import X
         from Xlib import display as xdisplay
         from Xlib import error as xerror
         from Xlib.ext import damage
@@ -75,13 +90,21 @@ class DamageWatcher:
         self._dpy.damage_query_version()
         info = self._dpy.query_extension("DAMAGE")
         self._notify = info.first_event + damage.DamageNotifyCode
-        self._damage = self._dpy.screen().root.damage_create(damage.DamageReportBoundingBox)
+        root = self._dpy.screen().root
+        self._damage = root.damage_create(damage.DamageReportBoundingBox)
+        root.change_attributes(event_mask=X.SubstructureNotifyMask)  # windows being mapped
+        self._map_notify = X.MapNotify
+        self._atoms = (self._dpy.intern_atom("_NET_ACTIVE_WINDOW"),
+                       self._dpy.intern_atom("_NET_WM_PID"))
+        self._watch_cpu = appcpu.available()
         self._dpy.sync()
         self._lock = threading.Lock()  # the X connection and the fields below
         self._changed = threading.Condition(self._lock)
         self.last_damage = 0.0  # monotonic time of the last report; 0: none yet
         self.last_input = 0.0  # monotonic time the last input was confirmed handled
         self.reports = 0
+        self.last_map = 0.0  # monotonic time a top-level window was last mapped
+        self.maps = 0
         self._recent: deque[float] = deque(maxlen=32)  # times of the latest reports
         self._small: tuple[int, int, int, int] | None = None  # box of the small drawings
         self._small_since = 0.0
@@ -97,6 +120,10 @@ class DamageWatcher:
             if event.type == self._notify:
                 got = True
                 significant |= self._counts(event.area)
+            elif event.type == self._map_notify and not event.override:
+                self.last_map = time.monotonic()  # a new window (menus and tooltips aside)
+                self.maps += 1
+                self._changed.notify_all()
         if significant:
             self.last_damage = time.monotonic()
             self._recent.append(self.last_damage)
@@ -150,33 +177,68 @@ class DamageWatcher:
         pause = max(b - a for a, b in zip(times, times[1:]))
         return min(max_quiet_s, max(quiet_s, 2 * pause))
 
+    def _active_pid(self) -> int:
+        """``_NET_WM_PID`` of the active window (lock held); 0 when unknown."""
+        from Xlib import Xatom
+        from Xlib import error as xerror
+
+        try:
+            prop = self._dpy.screen().root.get_full_property(self._atoms[0], Xatom.WINDOW)
+            if prop is None or not len(prop.value) or not int(prop.value[0]):
+                return 0
+            window = self._dpy.create_resource_object("window", int(prop.value[0]))
+            pid = window.get_full_property(self._atoms[1], Xatom.CARDINAL)
+        except xerror.XError:
+            return 0
+        return int(pid.value[0]) if pid is not None and len(pid.value) else 0
+
     def settle(self, *, quiet_s: float, cap_s: float, grace_s: float,
-               max_quiet_s: float | None = None) -> Settled:
+               max_quiet_s: float | None = None, cpu_quiet_s: float = 0.0,
+               map_quiet_s: float = 0.0) -> Settled:
         """Wait until no drawing for ``quiet_s`` (longer for a screen drawing in bursts, up to
-        ``max_quiet_s``) and ``grace_s`` after the last input, at most ``cap_s``; see the
-        module docstring."""
+        ``max_quiet_s``), ``grace_s`` after the last input, ``map_quiet_s`` after a window was
+        mapped, and the active app idle for ``cpu_quiet_s`` (0: not asked), at most ``cap_s``;
+        see the module docstring."""
         longest = max(quiet_s, max_quiet_s if max_quiet_s is not None else quiet_s)
         start = time.monotonic()
+        activity = appcpu.AppActivity()
+        watch = cpu_quiet_s > 0 and self._watch_cpu
         with self._lock:
             # every drawing the server did before this round trip is reported before its reply
             self._dpy.sync()
             self._drain()
-            before = self.reports
+            before, maps = self.reports, self.maps
+            lately = max(self.last_input, self.last_damage, self.last_map)
+            window = cpu_quiet_s if start - lately < max(cpu_quiet_s, longest) \
+                else min(cpu_quiet_s, PROBE_S)
+            idle = not watch
             while True:
                 now = time.monotonic()
+                if watch and now >= activity.next_sample_at():
+                    activity.add(self._active_pid())
+                    now = time.monotonic()
                 quiet = self._quiet_needed(quiet_s, longest)
-                ready_at = max(self.last_damage + quiet, self.last_input + grace_s)
-                if now >= ready_at or now - start >= cap_s or self._stop:
+                ready_at = max(self.last_damage + quiet, self.last_input + grace_s,
+                               self.last_map + map_quiet_s)
+                if now >= ready_at:
+                    idle = not watch or activity.idle_for(window) is True
+                    if idle:
+                        break
+                if now - start >= cap_s or self._stop:
                     break
-                self._changed.wait(min(ready_at, start + cap_s) - now)
-                if time.monotonic() >= min(ready_at, start + cap_s):
+                wake = min(ready_at if now < ready_at else start + cap_s,
+                           activity.next_sample_at() if watch else start + cap_s, start + cap_s)
+                self._changed.wait(max(0.0, wake - now))
+                if time.monotonic() >= wake:
                     self._dpy.sync()  # nothing may be in flight when the quiet is declared
                     self._drain()
             now = time.monotonic()
-            capped = now - start >= cap_s and \
-                now < self.last_damage + self._quiet_needed(quiet_s, longest)
+            screen_busy = now < max(self.last_damage + self._quiet_needed(quiet_s, longest),
+                                    self.last_map + map_quiet_s)
+            capped = now - start >= cap_s and (screen_busy or not idle)
             return Settled(waited_s=now - start, still_s=now - self.last_damage, capped=capped,
-                           events=self.reports - before)
+                           events=self.reports - before, app_busy=activity.busy_seen,
+                           maps=self.maps - maps)
 
     def close(self) -> None:
         with self._lock:

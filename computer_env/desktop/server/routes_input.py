@@ -71,19 +71,25 @@ def type_text() -> Response | tuple[Response, int]:
 
 @bp.post("/settle")
 def settle() -> Response | tuple[Response, int]:
-    """``{quiet_s?, max_quiet_s?, cap_s?, grace_s?}``: wait until the screen has not been
-    drawn on for ``quiet_s`` (default 0.1; up to ``max_quiet_s`` for a screen drawing in
-    bursts) and ``grace_s`` (default 0.03) has passed since the last input, at most ``cap_s``
-    (default 3) -> ``{waited_s, still_s, capped, events}``; from the X
-    server's damage reports (see ``damage.py``). 501 when the display has no DAMAGE."""
+    """``{quiet_s?, max_quiet_s?, cap_s?, grace_s?, cpu_quiet_s?, map_quiet_s?}``: wait until
+    the screen has not been drawn on for ``quiet_s`` (default 0.1; up to ``max_quiet_s`` for a
+    screen drawing in bursts), ``grace_s`` (default 0.03) has passed since the last input,
+    ``map_quiet_s`` (default 0.2) since a window was mapped, and the active window's app has
+    been idle (CPU) for ``cpu_quiet_s`` (default 0.1; 0: not asked), at most ``cap_s``
+    (default 3) -> ``{waited_s, still_s, capped, events, app_busy, maps}``; see ``damage.py``.
+    501 when the display has no DAMAGE."""
     data = body()
     quiet = field_number(data, "quiet_s", 0.1, low=0.0, high=60.0)
     cap = field_number(data, "cap_s", 3.0, low=0.0, high=600.0)
     grace = field_number(data, "grace_s", 0.03, low=0.0, high=10.0)
     longest = field_number(data, "max_quiet_s", quiet, low=0.0, high=60.0)
+    cpu = field_number(data, "cpu_quiet_s", 0.1, low=0.0, high=10.0)
+    mapped = field_number(data, "map_quiet_s", 0.2, low=0.0, high=10.0)
     watcher = state().damage
     if watcher is None:
         return error_response(501, "this display has no DAMAGE extension; compare screenshots")
-    r = watcher.settle(quiet_s=quiet, cap_s=cap, grace_s=grace, max_quiet_s=longest)
+    r = watcher.settle(quiet_s=quiet, cap_s=cap, grace_s=grace, max_quiet_s=longest,
+                       cpu_quiet_s=cpu, map_quiet_s=mapped)
     return jsonify({"waited_s": round(r.waited_s, 4), "still_s": round(r.still_s, 4),
-                    "capped": r.capped, "events": r.events})
+                    "capped": r.capped, "events": r.events, "app_busy": r.app_busy,
+                    "maps": r.maps})
