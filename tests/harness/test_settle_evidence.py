@@ -183,8 +183,8 @@ def test_cpu_samples_tell_working_from_sleeping() -> None:
                                "time.sleep(5)"])
     sleeper = subprocess.Popen(["sleep", "5"])
     try:
-        tree = wait_for(lambda: len(appcpu.process_tree(parent.pid)) == 2
-                        and appcpu.process_tree(parent.pid), "the spinning child")
+        wait_for(lambda: len(appcpu.process_tree(parent.pid)) == 2, "the spinning child")
+        tree = appcpu.process_tree(parent.pid)
         busy0, idle0 = appcpu.sample(tree), appcpu.sample((sleeper.pid,))
         time.sleep(0.3)
         busy1, idle1 = appcpu.sample(tree), appcpu.sample((sleeper.pid,))
