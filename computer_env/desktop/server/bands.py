@@ -130,16 +130,28 @@ def deflate_bands(image: Image.Image, compressor: Any, count: int) -> bytes:
     keeps only its own band's rows."""
     rows = -(-image.height // max(1, count))
     boxes = [(top, min(image.height, top + rows)) for top in range(0, image.height, rows)]
+    return _deflate_parts(lambda i: _filtered(image, boxes[i]), len(boxes), compressor)
 
+
+def deflate_rows(rows: memoryview, height: int, compressor: Any, count: int) -> bytes:
+    """The same zlib stream from rows already filtered (``height`` rows, each behind its
+    filter-type byte, one buffer), deflated in ``count`` bands on threads without a copy."""
+    stride = len(rows) // max(1, height)
+    per = -(-height // max(1, count)) * stride
+    starts = list(range(0, len(rows), per))
+    return _deflate_parts(lambda i: rows[starts[i]:starts[i] + per], len(starts), compressor)
+
+
+def _deflate_parts(part: Any, count: int, compressor: Any) -> bytes:
     def one(i: int) -> tuple[bytes, int, int]:
-        raw = _filtered(image, boxes[i])
+        raw = part(i)
         comp = compressor()
-        mode = zlib.Z_FINISH if i == len(boxes) - 1 else zlib.Z_SYNC_FLUSH
+        mode = zlib.Z_FINISH if i == count - 1 else zlib.Z_SYNC_FLUSH
         return comp.compress(raw) + comp.flush(mode), zlib.adler32(raw), len(raw)
 
     adler = 1
     chunks = [b"\x78\x01"]
-    for deflated, band_adler, length in _pool().map(one, range(len(boxes))):
+    for deflated, band_adler, length in _pool().map(one, range(count)):
         adler = adler32_combine(adler, band_adler, length)
         chunks.append(deflated)
     chunks.append(struct.pack(">I", adler))

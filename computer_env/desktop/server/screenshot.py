@@ -7,7 +7,9 @@ its adaptive per-row filter selection (all five PNG filters on every row), which
 three times as much as the deflate itself at level 1. This writer uses filter type 0 ("None")
 on every row, which is lossless like any PNG and compresses screen content about as well, and
 deflates with ISA-L (``isal``) when it is installed, else with the standard library's zlib.
-With more than one core, JPEG and PNG are encoded in bands on threads (:mod:`.bands`).
+With more than one core, JPEG and PNG are encoded in bands on threads (:mod:`.bands`). With
+numpy, a PNG's rows come straight from the grab in one pass (:mod:`.pngrows`), skipping the
+RGB image and its band copies.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from typing import Any, Literal
 from PIL import Image
 
 from computer_env.desktop.server import bands
+from computer_env.desktop.server.pngrows import RowBuffer
 
 logger = logging.getLogger(__name__)
 
@@ -99,6 +102,21 @@ def encode_png(image: Image.Image, level: int = 1) -> bytes:
                      _chunk(b"IEND", b"")))
 
 
+def encode_png_rows(rows: memoryview, size: tuple[int, int], level: int = 1) -> bytes:
+    """The PNG of ``size`` whose filtered rows (filter byte 0 first) are ``rows``."""
+    width, height = size
+    level = max(0, min(9, level))
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    count = bands.bands_now()
+    if count > 1 and height >= 2 * count:
+        stream = bands.deflate_rows(rows, height, lambda: _compressor(level, -15), count)
+    else:
+        comp = _compressor(level)
+        stream = comp.compress(rows) + comp.flush()
+    return b"".join((_PNG_SIGNATURE, _chunk(b"IHDR", header), _chunk(b"IDAT", stream),
+                     _chunk(b"IEND", b"")))
+
+
 def encode(image: Image.Image, fmt: ImageFormat, quality: int | None = None) -> bytes:
     """Encode ``image``. For PNG ``quality`` is the zlib level (default 1, fast)."""
     q = DEFAULT_QUALITY[fmt] if quality is None else quality
@@ -152,6 +170,7 @@ class ScreenGrabber:
         self._cursor_fn: Callable[[], Any] | None = None
         self._cursor_warned = False
         self._pool: ThreadPoolExecutor | None = None
+        self._rows = RowBuffer()  # used on the worker thread only
 
     def _grabber(self) -> Any:
         if self._sct is None:
@@ -189,22 +208,42 @@ class ScreenGrabber:
                 self._pool = ThreadPoolExecutor(1, thread_name_prefix="screenshot")
             return self._pool
 
-    def grab(self) -> Image.Image:
-        """The whole screen as an RGB image, cursor included."""
+    def _grab_raw(self) -> tuple[Any, tuple[Image.Image, tuple[int, int]] | None]:
+        """The mss grab (BGRX) and the cursor (RGBA image, its top-left on the screen)."""
         with self._lock:
             sct = self._grabber()
-            monitor = sct.monitors[0]
-            shot = sct.grab(monitor)
+            shot = sct.grab(sct.monitors[0])
             cursor = self._cursor()
+        if cursor is None or cursor.size[0] <= 0 or cursor.size[1] <= 0:
+            return shot, None
+        (cx, cy), (x0, y0) = cursor.pos, shot.pos
+        image = Image.frombuffer("RGBA", tuple(cursor.size), cursor.raw, "raw", "BGRA", 0, 1)
+        return shot, (image, (cx - x0, cy - y0))
+
+    def grab(self) -> Image.Image:
+        """The whole screen as an RGB image, cursor included."""
+        shot, cursor = self._grab_raw()
         image = Image.frombuffer("RGB", shot.size, shot.raw, "raw", "BGRX", 0, 1)
         if cursor is not None:
-            (cx, cy), (x0, y0) = cursor.pos, shot.pos
-            draw_cursor(image, cursor.raw, (cx - x0, cy - y0), tuple(cursor.size))
+            image.paste(cursor[0], cursor[1], cursor[0])
         return image
 
     def _capture(self, fmt: ImageFormat, quality: int | None) -> Capture:
         t0 = time.perf_counter()
-        image = self.grab()
+        if fmt == "png":
+            shot, cursor = self._grab_raw()
+            rows = self._rows.filtered_rows(shot.raw, tuple(shot.size), cursor)
+            if rows is not None:
+                t1 = time.perf_counter()
+                level = DEFAULT_QUALITY["png"] if quality is None else quality
+                data = encode_png_rows(rows, tuple(shot.size), level)
+                return Capture(data, MIME[fmt], (t1 - t0) * 1000,
+                               (time.perf_counter() - t1) * 1000)
+            image = Image.frombuffer("RGB", shot.size, shot.raw, "raw", "BGRX", 0, 1)
+            if cursor is not None:
+                image.paste(cursor[0], cursor[1], cursor[0])
+        else:
+            image = self.grab()
         t1 = time.perf_counter()
         data = encode(image, fmt, quality)
         t2 = time.perf_counter()
