@@ -13,7 +13,11 @@ first, and only once the app has handled their last key press: it answered a _NE
 ``QUARANTINE_S`` has passed.
 ``xdotool`` then finds every keysym and never remaps. Text with more distinct characters than there are places is typed in
 segments. Newlines are sent as Return key presses: ``xdotool type`` turns ``\\n`` into a Linefeed
-keysym, which xterm accepts but GTK dialogs and LibreOffice ignore.
+keysym, which xterm accepts but GTK dialogs and LibreOffice ignore. The Return is sent through
+XTEST on this module's own connection (an ``xdotool`` process per line cost ~20 ms on a quiet
+host); xdotool has closed its display, which syncs, before the Return is sent, so the keys stay
+in order. With a modifier held down (an agent's ``keyDown('shift')``) ``xdotool key
+--clearmodifiers Return`` types it, as before.
 """
 
 from __future__ import annotations
@@ -24,9 +28,10 @@ import threading
 import time
 from collections.abc import Iterable
 
-from Xlib import X, Xatom
+from Xlib import XK, X, Xatom
 from Xlib import display as xdisplay
 from Xlib import error as xerror
+from Xlib.ext import xtest
 
 from computer_env.desktop.server.delivery import (PING_TIMEOUT_S, active_window,
                                                   confirm_delivered, ping_window)
@@ -218,6 +223,24 @@ def _xdotool(args: list[str], stdin: bytes | None, deadline: float) -> None:
         raise TypingError(f"xdotool failed ({result.returncode}): {message}")
 
 
+def _modifier_held(dpy: xdisplay.Display) -> bool:
+    """Is a modifier key (Shift, Control, Alt...) down right now?"""
+    keys = dpy.query_keymap()
+    return any(kc and keys[kc // 8] & (1 << (kc % 8))
+               for codes in dpy.get_modifier_mapping() for kc in codes)
+
+
+def _press_return(dpy: xdisplay.Display, deadline: float) -> None:
+    """One Return key press: XTEST on ``dpy``, or ``xdotool`` while a modifier is held."""
+    keycode = dpy.keysym_to_keycode(XK.XK_Return)
+    if not keycode or _modifier_held(dpy):
+        _xdotool(["key", "--clearmodifiers", "Return"], None, deadline)
+        return
+    xtest.fake_input(dpy, X.KeyPress, keycode)
+    xtest.fake_input(dpy, X.KeyRelease, keycode)
+    dpy.sync()
+
+
 def _open_display() -> xdisplay.Display:
     try:
         return xdisplay.Display()
@@ -261,7 +284,7 @@ def type_text(text: str, *, delay_ms: int = 0, timeout: float | None = None) -> 
                         if slots is not None:
                             slots.touch(need, time.monotonic())
                 if i < len(lines) - 1:
-                    _xdotool(["key", "--clearmodifiers", "Return"], None, deadline)
+                    _press_return(dpy, deadline)
             confirm_delivered(dpy, max(0.1, min(PING_TIMEOUT_S, deadline - time.monotonic())))
         except (xerror.XError, xerror.ConnectionClosedError) as exc:
             raise TypingError(f"X error while preparing the keymap: {exc}") from None
