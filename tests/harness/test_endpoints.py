@@ -393,6 +393,28 @@ def test_vllm_servers_start_and_close_with_the_test_double(tmp_path: Path,
     assert "serving at" in (tmp_path / "logs" / "vllm-gpu0.log").read_text()
 
 
+def test_vllm_that_never_answers_is_a_configuration_error_naming_the_last_problem(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A server process that stays up but never serves /v1/models (a TEST DOUBLE ``vllm`` that
+    only sleeps: a real one needs a GPU): the wait ends at ``ready_timeout`` and says why."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "vllm").write_text("#!/bin/sh\nexec sleep 120\n")
+    (bin_dir / "vllm").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
+    servers = VllmServers("/models/holo-fake", ["0"], image_budget=3, serve_args=[],
+                          log_dir=tmp_path / "logs", ready_timeout=1.5)
+    try:
+        with pytest.raises(ConfigurationError) as info:
+            servers.start()
+    finally:
+        servers.close()
+    message = str(info.value)
+    assert "vllm serve on GPU 0 not ready after 2 s" in message, message
+    assert "/v1/models; last: " in message and "ConnectError" in message, message
+    assert servers.procs == []
+
+
 def test_vllm_that_exits_at_once_is_a_configuration_error_naming_its_log(tmp_path: Path) -> None:
     env = _fake_env(tmp_path / "records", FAKE_VLLM_MODE="exit")
     run = run_suite(tmp_path, "dies", "--serve", "/models/holo-fake", *_cache(tmp_path),
