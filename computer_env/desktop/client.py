@@ -1,138 +1,30 @@
 """Client for the guest server API (this project's server or an upstream OSWorld VM).
 
-Connection failures are retried (:class:`computer_env.retry.RetryPolicy`) and then raise
+One short typed method per endpoint of the server, in three layers of one class: the transport
+and the answer types (:mod:`.client_base`), setup, files and scripts (:mod:`.client_setup`), and
+here the screen, input, discovery and lifecycle. Connection failures are retried and then raise
 :class:`computer_env.errors.VMUnreachable`; an HTTP error answer raises
 :class:`DesktopRequestError` (not an infrastructure error: callers decide what it means).
-The module is as long as the API: one short typed method per endpoint of the server, in one
-class; splitting the class by endpoint group would scatter a single client.
 """
 
 from __future__ import annotations
 
 import io
 import logging
-import os
-import shlex
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import Any
 
 import httpx
-from pydantic import BaseModel
 
-from computer_env.errors import VMUnreachable
-from computer_env.retry import RetryPolicy
-
-if TYPE_CHECKING:
-    from computer_env.desktop.providers.base import DesktopHandle
+from computer_env.desktop.client_base import (EXECUTE_TIMEOUT, PYAUTOGUI_PREFIX,
+                                              DesktopRequestError, ExecResult)
+from computer_env.desktop.client_setup import SetupAndFiles
 
 logger = logging.getLogger(__name__)
 
-#: How OSWorld's PythonController wraps pyautogui code for /execute (the fast path's
-#: interpreter runs the same before each block).
-PYAUTOGUI_PREFIX = "import pyautogui; import time; pyautogui.FAILSAFE = False; "
 
-EXECUTE_TIMEOUT = 120.0  # the server's own limit for /execute
-
-
-class DesktopRequestError(Exception):
-    """The server answered with an HTTP error status."""
-
-    def __init__(self, status: int, message: str, *, path: str = "") -> None:
-        super().__init__(f"{path} -> HTTP {status}: {message}" if path else f"HTTP {status}: {message}")
-        self.status = status
-        self.message = message
-        self.path = path
-
-
-class ExecResult(BaseModel):
-    """``{status, output, error, returncode}`` as /execute and /actions answer."""
-
-    status: str
-    output: str = ""
-    error: str = ""
-    returncode: int = -1
-
-    @property
-    def ok(self) -> bool:
-        return self.status == "success" and self.returncode == 0
-
-
-def _message(response: httpx.Response) -> str:
-    try:
-        data = response.json()
-    except ValueError:
-        return response.text.strip()[:500] or response.reason_phrase
-    if isinstance(data, dict):
-        for key in ("message", "error", "output"):
-            if data.get(key):
-                return str(data[key])
-    return str(data)[:500]
-
-
-class DesktopClient:
+class DesktopClient(SetupAndFiles):
     """Typed access to one desktop's guest server."""
-
-    def __init__(
-        self,
-        url: str,
-        token: str | None = None,
-        *,
-        timeout: float = 30.0,
-        retries: int = 3,
-        backoff: float = 0.5,
-    ) -> None:
-        """Connection failures are retried ``retries`` times, waiting ``backoff`` seconds, then
-        twice as long each time."""
-        self.url = url.rstrip("/")
-        self.timeout = timeout
-        self.retry = RetryPolicy(attempts=retries + 1, backoff=backoff)
-        headers = {"Authorization": f"Bearer {token}"} if token else {}
-        self._http = httpx.Client(base_url=self.url, headers=headers, timeout=timeout)
-        self._capabilities: dict[str, Any] | None = None
-        self._capabilities_known = False
-
-    @classmethod
-    def from_handle(cls, handle: "DesktopHandle", **kwargs: Any) -> "DesktopClient":
-        """A client for a provider's :class:`DesktopHandle`."""
-        return cls(handle.url, handle.token, **kwargs)
-
-    # -- transport ---------------------------------------------------------------------------
-
-    def _request(
-        self,
-        method: str,
-        path: str,
-        *,
-        ok: Callable[[httpx.Response], bool] = lambda r: r.status_code < 400,
-        timeout: float | None = None,
-        idempotent: bool | None = None,
-        **kwargs: Any,
-    ) -> httpx.Response:
-        """Send with retries on connection failures; raise DesktopRequestError when not ``ok``."""
-        if idempotent is None:
-            idempotent = method == "GET"
-        retryable: tuple[type[Exception], ...] = (
-            (httpx.TransportError,) if idempotent else (httpx.ConnectError, httpx.ConnectTimeout)
-        )
-
-        def send() -> httpx.Response:
-            return self._http.request(
-                method, path, timeout=timeout if timeout is not None else self.timeout, **kwargs)
-
-        try:
-            response = self.retry.call(send, retry_on=retryable, what=f"{method} {path}",
-                                       log_level=logging.DEBUG)
-        except retryable as exc:
-            raise VMUnreachable(f"{method} {self.url}{path}: no answer after "
-                                f"{self.retry.attempts} attempts: {exc!r}") from exc
-        except httpx.TransportError as exc:
-            raise VMUnreachable(f"{method} {self.url}{path} failed: {exc!r}") from exc
-        if not ok(response):
-            raise DesktopRequestError(response.status_code, _message(response), path=path)
-        return response
-
-    def _json(self, method: str, path: str, **kwargs: Any) -> Any:
-        return self._request(method, path, **kwargs).json()
 
     # -- discovery ---------------------------------------------------------------------------
 
@@ -245,90 +137,6 @@ class DesktopClient:
         result = self.execute(["xdotool", "type", "--clearmodifiers", "--", text])
         if result.returncode != 0:
             raise DesktopRequestError(500, f"xdotool type failed: {result.error.strip()}", path="/execute")
-
-    def launch(self, command: str | Sequence[str], *, shell: bool = False) -> None:
-        """Start a program in the background (OSWorld's /setup/launch)."""
-        if isinstance(command, str) and not shell:
-            command = shlex.split(command)
-        payload = {"command": command if isinstance(command, str) else list(command), "shell": shell}
-        self._request("POST", "/setup/launch", json=payload)
-
-    def open_file(self, path: str, *, timeout: float = 60) -> None:
-        """Open a file with its default app and wait until its window shows."""
-        self._request(
-            "POST", "/setup/open_file", json={"path": path, "timeout": timeout}, timeout=timeout + 15
-        )
-
-    def activate_window(self, window_name: str, *, strict: bool = False, by_class: bool = False) -> None:
-        """Raise and focus a window; ``DesktopRequestError`` (404) when none matches."""
-        self._window("/setup/activate_window", window_name, strict, by_class)
-
-    def close_window(self, window_name: str, *, strict: bool = False, by_class: bool = False) -> None:
-        """Close a window; ``DesktopRequestError`` (404) when none matches."""
-        self._window("/setup/close_window", window_name, strict, by_class)
-
-    def _window(self, path: str, window_name: str, strict: bool, by_class: bool) -> None:
-        payload = {"window_name": window_name, "strict": strict, "by_class": by_class}
-        response = self._request("POST", path, json=payload)
-        try:  # this project's server answers 200 like OSWorld's, saying "not_found" in the body
-            answer = response.json()
-        except ValueError:  # an OSWorld VM answers text
-            return
-        if isinstance(answer, dict) and answer.get("status") == "not_found":
-            raise DesktopRequestError(404, str(answer.get("message", "")), path=path)
-
-    # -- files -------------------------------------------------------------------------------
-
-    def upload_file(self, path: str, data: bytes) -> None:
-        """Write ``data`` to ``path`` in the desktop (multipart, like OSWorld's SetupController)."""
-        files = {"file_data": (os.path.basename(path) or "file", data)}
-        self._request("POST", "/setup/upload", data={"file_path": path}, files=files,
-                      timeout=max(self.timeout, 600.0), idempotent=True)
-
-    def read_file(self, path: str) -> bytes | None:
-        """A file's bytes, or None when it does not exist."""
-        r = self._request("POST", "/file", data={"file_path": path}, idempotent=True,
-                          ok=lambda r: r.status_code in (200, 404), timeout=max(self.timeout, 120.0))
-        return r.content if r.status_code == 200 else None
-
-    def list_directory(self, path: str) -> dict[str, Any]:
-        """OSWorld's directory tree ``{type, name, children}``."""
-        return self._json("POST", "/list_directory", json={"path": path}, idempotent=True)["directory_tree"]
-
-    def desktop_path(self) -> str:
-        return str(self._json("POST", "/desktop_path", idempotent=True)["desktop_path"])
-
-    def run_python(self, code: str, *, timeout: float | None = None) -> dict[str, Any]:
-        """OSWorld's /run_python answer (``timeout``: the script's limit, where the server takes
-        one; OSWorld's own server keeps its fixed limit)."""
-        payload: dict[str, Any] = {"code": code}
-        if timeout is not None:
-            payload["timeout"] = timeout
-        limit = max(EXECUTE_TIMEOUT, (timeout or 0) + 15)
-        return dict(self._json("POST", "/run_python", json=payload, timeout=limit))
-
-    def verify(self, code: str, *, timeout: float) -> dict[str, Any]:
-        """This project's ``/verify`` answer (a synthesized task's verifier, run isolated from
-        what the agent left in the desktop: see ``computer_env.desktop.server.verify_zygote``);
-        None-safe callers check ``capabilities()['verify']`` first."""
-        payload = {"code": code, "timeout": timeout}
-        return dict(self._json("POST", "/verify", json=payload, timeout=timeout + 30))
-
-    def run_bash_script(
-        self, script: str, *, timeout: float = 100, working_dir: str | None = None
-    ) -> dict[str, Any]:
-        """OSWorld's /run_bash_script answer ``{status, output, error, returncode}``."""
-        payload = {"script": script, "timeout": timeout, "working_dir": working_dir}
-        return dict(self._json("POST", "/run_bash_script", json=payload, timeout=timeout + 15))
-
-    # -- recording ---------------------------------------------------------------------------
-
-    def start_recording(self) -> None:
-        self._request("POST", "/start_recording")
-
-    def end_recording(self) -> bytes:
-        """Stop the recording; the MP4 bytes."""
-        return self._request("POST", "/end_recording", timeout=max(self.timeout, 60.0)).content
 
     # -- lifecycle ---------------------------------------------------------------------------
 
