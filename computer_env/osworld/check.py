@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from computer_env.osworld.context import TaskContext
 from computer_env.osworld.evaluate import EvalResult, evaluate
@@ -14,14 +15,17 @@ logger = logging.getLogger(__name__)
 
 
 def check_task_unplayed(task: Task, ctx: TaskContext, *, setup: bool = True,
-                        backend: str | None = None) -> EvalResult:
+                        backend: str | None = None,
+                        score: Callable[[Task, TaskContext], EvalResult] = evaluate
+                        ) -> EvalResult:
     """Run setup (unless ``setup=False``: already done), let the screen settle, then evaluate
-    with an empty action history. A feasible task scoring > 0 here leaks reward."""
+    with an empty action history (with ``score``: e.g. the scoring process's ``evaluate``). A
+    feasible task scoring > 0 here leaks reward."""
     if setup:
         run_setup(task.config, ctx, strict=not task.evaluator.is_infeasible)
         wait_until_settled(ctx.client)
     ctx.action_history.clear()
-    result = evaluate(task, ctx)
+    result = score(task, ctx)
     if result.score > 0 and not task.evaluator.is_infeasible:
         logger.warning("%s scores %s before anyone acted (reward leak)", task.case_id, result.score)
     return result

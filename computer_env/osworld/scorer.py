@@ -1,0 +1,234 @@
+"""OSWorld's code in a scoring process of its own, so that a worker never imports OSWorld's
+metrics, getters and setup controller (pandas, openpyxl, borb, playwright, Google's clients...:
+about 200 MiB in every worker).
+
+:func:`evaluate`, :func:`ensure_supported` and :func:`run_setup` have the signatures, results and
+exceptions of :mod:`computer_env.osworld.evaluate`'s and :mod:`computer_env.osworld.setup`'s: the
+scoring process (:mod:`.scorer_child`) runs that very code, on a :class:`TaskContext` rebuilt from
+what the worker's holds (:class:`~.scorer_wire.ContextSpec`); OSWorld's code reaches the desktop
+through a gateway of the scoring process's own, closed after each job. Exceptions come back with
+their type, message, attributes and chain; log records are logged again in the worker.
+:func:`explain_files` (the replay's cell-level differences) runs there too.
+
+The process is started on first use ('spawn': nothing of the worker's threads or memory is
+inherited) and started again after :data:`TASKS_PER_PROCESS` jobs or when it has grown past
+:data:`RSS_LIMIT_MIB`. If it dies (a crash, out of memory, killed) or a job outruns
+``timeout``, the job raises :class:`ScorerFailed`, an environment failure (rerun, then unscored),
+and the next job gets a fresh process.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import multiprocessing.connection
+import os
+import signal
+import threading
+from collections.abc import Sequence
+from multiprocessing.process import BaseProcess
+from pathlib import Path
+from typing import Any
+
+from computer_env.errors import EvaluatorInfraError
+from computer_env.osworld.context import TaskContext
+from computer_env.osworld.evaluate import EvalResult
+from computer_env.osworld.scorer_child import serve
+from computer_env.osworld.scorer_wire import ContextSpec, RemoteError, rebuild, replay_logs
+from computer_env.osworld.setup import SetupReport
+from computer_env.osworld.tasks import SetupStep, Task
+
+log = logging.getLogger(__name__)
+
+TIMEOUT_S = 1200.0
+"""The longest one evaluation may take (OSWorld's postconfig may sleep and download)."""
+SETUP_TIMEOUT_S = 4000.0
+"""The longest one setup may take (its steps have deadlines of their own; OSWorld's
+``open_file`` may wait 1800 s)."""
+TASKS_PER_PROCESS = 40
+"""Jobs before the scoring process is replaced (what a metric leaves behind goes with it)."""
+RSS_LIMIT_MIB = 1500.0
+"""A scoring process this large after a job is replaced."""
+
+
+class ScorerFailed(EvaluatorInfraError):
+    """The scoring process died or outran its time during a job (the environment's failure:
+    rerun, then unscored)."""
+
+    category = "scorer"
+
+
+def _death(process: BaseProcess) -> str:
+    code = process.exitcode
+    if code is not None and code < 0:
+        name = signal.Signals(-code).name if -code in signal.valid_signals() else str(-code)
+        hint = " (out of memory, or killed by hand)" if -code == signal.SIGKILL else ""
+        return f"was killed by {name}{hint}"
+    return f"exited with status {code}"
+
+
+class Scorer:
+    """One worker's scoring process (started on first use)."""
+
+    def __init__(self, *, timeout: float = TIMEOUT_S, tasks_per_process: int = TASKS_PER_PROCESS,
+                 rss_limit_mib: float = RSS_LIMIT_MIB) -> None:
+        self.timeout = timeout
+        self.tasks_per_process = tasks_per_process
+        self.rss_limit_mib = rss_limit_mib
+        self.rss_mib = 0.0
+        """The scoring process's resident memory after its last job."""
+        self._process: BaseProcess | None = None
+        self._conn: multiprocessing.connection.Connection | None = None
+        self._jobs = 0
+        self._lock = threading.Lock()
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process is not None else None
+
+    def _start(self) -> tuple[BaseProcess, multiprocessing.connection.Connection]:
+        mp = multiprocessing.get_context("spawn")
+        mine, theirs = mp.Pipe()
+        process = mp.Process(target=serve, args=(theirs, os.getpid()), daemon=True,
+                             name="osworld-scorer")
+        process.start()
+        theirs.close()
+        self._process, self._conn, self._jobs = process, mine, 0
+        log.debug("scoring process %s started", process.pid)
+        return process, mine
+
+    def _stop(self, *, kill: bool = False) -> None:
+        process, conn, self._process, self._conn = self._process, self._conn, None, None
+        if process is None or conn is None:
+            return
+        if not kill and process.is_alive():
+            try:
+                conn.send(None)
+            except OSError:
+                pass
+            process.join(5.0)
+        if process.is_alive():
+            process.kill()
+            process.join(5.0)
+        conn.close()
+
+    def close(self) -> None:
+        """Stop the scoring process (a later job starts another)."""
+        with self._lock:
+            self._stop()
+
+    def call(self, target: str, what: str, *args: Any, timeout: float | None = None,
+             **kwargs: Any) -> Any:
+        """``target(*args, **kwargs)`` (``"module:function"``; arguments and value plain data or
+        the project's own types) in the scoring process, for ``what`` (named in errors), within
+        ``timeout`` seconds (default: the scorer's): its value, or its exception raised here."""
+        timeout = self.timeout if timeout is None else timeout
+        with self._lock:
+            process, conn = (self._process, self._conn) if self._process is not None \
+                and self._conn is not None and self._process.is_alive() else self._start()
+            try:
+                conn.send((target, logging.getLogger().getEffectiveLevel(), args, kwargs))
+                if not multiprocessing.connection.wait([conn, process.sentinel], timeout):
+                    raise ScorerFailed(f"{what} did not finish within {timeout:g} s (the "
+                                       f"scoring process, pid {process.pid}, was stopped)")
+                try:
+                    kind, value, records, self.rss_mib = conn.recv()
+                except (EOFError, OSError) as exc:
+                    process.join(5.0)
+                    raise ScorerFailed(f"the scoring process (pid {process.pid}) "
+                                       f"{_death(process)} during {what}") from exc
+            except BaseException:
+                self._stop(kill=True)
+                raise
+            self._jobs += 1
+            if self._jobs >= self.tasks_per_process or self.rss_mib > self.rss_limit_mib:
+                self._stop()
+        replay_logs(records)
+        if kind == "raise":
+            assert isinstance(value, RemoteError)
+            raise rebuild(value)
+        return value
+
+    def evaluate(self, task: Task, ctx: TaskContext) -> EvalResult:
+        """:func:`computer_env.osworld.evaluate.evaluate` in the scoring process."""
+        if ctx.task_id is None:
+            ctx.task_id = task.id
+        data = self.call("computer_env.osworld.scorer_child:evaluate_job", f"the evaluation of {task.case_id}", task,
+                         ContextSpec.of(ctx))
+        return EvalResult.model_validate(data)
+
+    def ensure_supported(self, task: Task, ctx: TaskContext | None = None) -> None:
+        """:func:`computer_env.osworld.evaluate.ensure_supported` in the scoring process."""
+        if ctx is None:
+            raise ValueError("ensure_supported in the scoring process needs the task context")
+        self.call("computer_env.osworld.scorer_child:supported_job", f"the support check of {task.case_id}", task,
+                  ContextSpec.of(ctx))
+
+    def run_setup(self, steps: Sequence[SetupStep | dict[str, Any]], ctx: TaskContext, *,
+                  phase: str = "config", strict: bool | None = None) -> SetupReport:
+        """:func:`computer_env.osworld.setup.run_setup` in the scoring process."""
+        data = self.call("computer_env.osworld.scorer_child:setup_job", f"the {phase} setup of {ctx.task_id}",
+                         list(steps), ContextSpec.of(ctx), phase, strict,
+                         timeout=SETUP_TIMEOUT_S)
+        return SetupReport.model_validate(data)
+
+    def explain_files(self, result: Path | str, expected: Path | str, *, func: str = "",
+                      options: dict[str, Any] | None = None) -> list[str]:
+        """:func:`computer_env.osworld.explain.explain_files` in the scoring process (its
+        readers of spreadsheets and documents stay out of the worker); never raises."""
+        try:
+            lines = self.call("computer_env.osworld.explain:explain_files",
+                              f"explaining {Path(result).name}", Path(result), Path(expected),
+                              func=func, options=options)
+        except Exception as exc:  # noqa: BLE001 - an explanation must never break scoring
+            return [f"could not compare {Path(result).name} with {Path(expected).name}: "
+                    f"{type(exc).__name__}: {exc}"]
+        return list(lines)
+
+
+_scorer: Scorer | None = None
+_scorer_lock = threading.Lock()
+
+
+def scorer() -> Scorer:
+    """This process's scorer (made on first use)."""
+    global _scorer
+    with _scorer_lock:
+        if _scorer is None:
+            _scorer = Scorer()
+        return _scorer
+
+
+def close_scorer() -> None:
+    """Stop this process's scoring process, if any."""
+    with _scorer_lock:
+        if _scorer is not None:
+            _scorer.close()
+
+
+def evaluate(task: Task, ctx: TaskContext) -> EvalResult:
+    """Score ``task`` on ``ctx``'s desktop with OSWorld's evaluator, in the scoring process."""
+    return scorer().evaluate(task, ctx)
+
+
+def ensure_supported(task: Task, ctx: TaskContext) -> None:
+    """Raise ``Unsupported`` now if the task cannot be set up or scored here (checked in the
+    scoring process, which imports the task's getters and metrics)."""
+    scorer().ensure_supported(task, ctx)
+
+
+def run_setup(steps: Sequence[SetupStep | dict[str, Any]], ctx: TaskContext, *,
+              phase: str = "config", strict: bool | None = None) -> SetupReport:
+    """Run a task's setup steps with OSWorld's ``SetupController``, in the scoring process."""
+    return scorer().run_setup(steps, ctx, phase=phase, strict=strict)
+
+
+def explain_files(result: Path | str, expected: Path | str, *, func: str = "",
+                  options: dict[str, Any] | None = None) -> list[str]:
+    """Where ``result`` differs from ``expected``, worked out in the scoring process."""
+    return scorer().explain_files(result, expected, func=func, options=options)
+
+
+__all__ = ["RSS_LIMIT_MIB", "SETUP_TIMEOUT_S", "Scorer", "ScorerFailed", "TASKS_PER_PROCESS",
+           "TIMEOUT_S", "close_scorer", "ensure_supported", "evaluate", "explain_files",
+           "run_setup", "scorer"]
