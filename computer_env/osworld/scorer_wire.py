@@ -91,6 +91,7 @@ class ExcRecord:
     state: dict[str, Any]
     text: str
     link: str | None = None
+    suppress_context: bool = False
 
 
 @dataclass(frozen=True)
@@ -116,7 +117,8 @@ def describe(exc: BaseException, pid: int = 0) -> RemoteError:
             module=type(cur).__module__, qualname=type(cur).__qualname__,
             bases=[(c.__module__, c.__qualname__) for c in type(cur).__mro__[1:]],
             args=tuple(_plain(a) for a in cur.args), state=state, text=str(cur),
-            link=link if nxt is not None else None))
+            link=link if nxt is not None else None,
+            suppress_context=cur.__suppress_context__))
         cur = nxt
     text = "".join(traceback.format_exception(exc))
     return RemoteError(chain=chain, traceback=text, pid=pid)
@@ -170,6 +172,7 @@ def _rebuild_one(rec: ExcRecord) -> BaseException:
     exc.args = rec.args
     if hasattr(exc, "__dict__"):
         exc.__dict__.update(rec.state)
+    exc.__suppress_context__ = rec.suppress_context
     return exc
 
 
