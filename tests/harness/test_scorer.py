@@ -222,3 +222,22 @@ def test_the_worker_scores_a_spreadsheet_without_importing_osworlds_code(tmp_pat
     assert out["score"] == 0.0  # 41 is not 42: OSWorld's compare_table ran (in the scorer)
     assert out["heavy"] == []
     assert any("41" in line and "42" in line for lines in out["explained"] for line in lines), out
+
+
+@pytest.mark.desktop
+def test_a_suite_worker_plays_a_spreadsheet_task_without_osworlds_code(tmp_path: Path) -> None:
+    """A real ``-n 1`` run of the built-in calc smoke task: passed, and its worker never
+    imported OSWorld's setup controller, metrics or their readers (they ran in its scorer)."""
+    from tests.harness.suite import builtin_smoke, run_suite, task_list_file
+
+    calc = builtin_smoke()["libreoffice_calc"][:1]
+    probe = tmp_path / "probe"
+    probe.mkdir()
+    run = run_suite(tmp_path, "scorer", "-n", "1", "-p", "scorer_probe", "--task-list",
+                    str(task_list_file(tmp_path, {"libreoffice_calc": calc})),
+                    env={"PYTHONPATH": str(HERE), "SCORER_PROBE_DIR": str(probe)})
+    assert run.rc == 0, run.output[-3000:]
+    (result,) = run.results().values()
+    assert result["outcome"] == "passed" and result["score"] == 1.0
+    worker = json.loads((probe / "gw0.json").read_text())
+    assert worker["heavy"] == [], worker
