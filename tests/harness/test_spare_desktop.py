@@ -81,11 +81,12 @@ def test_spare_is_handed_out_at_once_fresh_and_the_used_one_becomes_the_next(
         return made[-1]
 
     pool = VMPool(factory, spare=True)
-    pool.allow_host_port(host_port)
     pids: list[int] = []
     try:
         first = pool.acquire()  # nothing to hand out yet: started here, the spare behind
         first_s = pool.last_reset_s
+        pool.allow_host_port(host_port)  # as the asset server: while the spare starts
+        assert _reaches(first, host_port)
         used = pool.provider
         assert used is made[0] and used.handle == first
         assert guest_sh(first, f"echo task1 > {MARKER}")["returncode"] == 0
