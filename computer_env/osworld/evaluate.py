@@ -27,7 +27,7 @@ from computer_env.errors import EvaluatorCrash, EvaluatorInfraError, InfraError
 from computer_env.osworld.context import TaskContext, substitute
 from computer_env.osworld.errors import EvaluatorUnsupported, Unsupported
 from computer_env.osworld.setup import SetupReport, check_steps, run_setup
-from computer_env.osworld.shim import EvalEnv, check_cdp, seed_cloud_files
+from computer_env.osworld.shim import EvalEnv, check_cdp, seed_cloud_files, stopped_apps
 from computer_env.osworld.tasks import Task
 from computer_env.osworld.upstream import (
     MissingDependency,
@@ -190,7 +190,12 @@ def _get(resolved: _Resolved, env: EvalEnv, spec: dict[str, Any], role: str) -> 
     except (FileNotFoundError, Unsupported, EvaluatorInfraError):
         raise
     except Exception as exc:  # noqa: BLE001
-        raise _env_failure(name, exc, agent_side=role == "result") from exc
+        err = _env_failure(name, exc, agent_side=role == "result")
+        if role == "result" and not isinstance(err, EvaluatorCrash) and \
+                (stopped := stopped_apps(env)):  # an app the agent hung cannot answer
+            err = EvaluatorCrash(f"{name} failed with processes stopped (SIGSTOP) in the "
+                                 f"desktop ({'; '.join(stopped)[:300]}): {err}")
+        raise err from exc
     if value is None:
         env.controller.confirm_alive(f"run the {name}")
     return value

@@ -20,7 +20,7 @@ from typing import Any
 
 import httpx
 
-from computer_env.errors import EvaluatorInfraError
+from computer_env.errors import EvaluatorCrash, EvaluatorInfraError
 from computer_env.osworld.confine import asset_hosts, check_download_url, confined
 from computer_env.osworld.context import TaskContext
 from computer_env.osworld.download import cached_fetch
@@ -97,10 +97,30 @@ def _uses_cdp(getter: Any) -> bool:
     return code is not None and "chromium_port" in code.co_names
 
 
+def desktop_processes(env: EvalEnv) -> list[tuple[str, str]]:
+    """``(state, command line)`` of every process in the desktop (``ps``'s STAT column)."""
+    res = env.ctx.client.execute(["ps", "-eo", "stat=,args="], timeout=15)
+    return [(parts[0], parts[1] if len(parts) > 1 else "")
+            for parts in (line.split(None, 1) for line in res.output.splitlines()) if parts]
+
+
+def stopped_apps(env: EvalEnv) -> list[str]:
+    """Command lines of the desktop's stopped processes (SIGSTOP: what the agent left; nothing
+    of the environment stops a process)."""
+    try:
+        return [args for stat, args in desktop_processes(env) if stat.startswith(("T", "t"))]
+    except Exception:  # noqa: BLE001 - a probe that cannot answer attributes nothing
+        logger.exception("listing the desktop's processes failed")
+        return []
+
+
 def check_cdp(env: EvalEnv, getter: Any) -> None:
     """Before an OSWorld getter that connects to Chrome's DevTools: if the port does not answer
     while Chrome runs in the desktop, that is the environment's failure (OSWorld's getter would
-    return an empty answer and score 0). Without Chrome running, OSWorld's getter runs as is."""
+    return an empty answer and score 0), unless Chrome is stopped (SIGSTOP): that is what the
+    agent left, an :class:`EvaluatorCrash` (a scored 0 once the agent acted; ``--audit``'s
+    ``hang-apps`` made it unscored before). Without Chrome running, OSWorld's getter runs as
+    is."""
     if not _uses_cdp(getter):
         return
     url = f"http://{env.vm_ip}:{env.chromium_port}/json/version"
@@ -109,8 +129,12 @@ def check_cdp(env: EvalEnv, getter: Any) -> None:
             return
     except httpx.HTTPError:
         pass
-    res = env.ctx.client.execute(["pgrep", "-f", "remote-debugging-port"], timeout=15)
-    if res.returncode == 0:
+    procs = desktop_processes(env)
+    states = [stat for stat, args in procs if "remote-debugging-port" in args]
+    if any(stat.startswith(("T", "t")) for stat in states):
+        raise EvaluatorCrash(f"Chrome is stopped (SIGSTOP) in the desktop: its DevTools port "
+                             f"does not answer at {url}")
+    if states:
         raise EvaluatorInfraError("Chrome runs in the desktop but its DevTools port does not "
                                   f"answer at {url} (the task's socat forward is missing?)")
 
@@ -160,4 +184,5 @@ class EvalEnv:
 
 
 __all__ = ["CONTROLLER_RETRY_INTERVAL_S", "EvalEnv", "InfraAwareController", "check_cdp",
+           "desktop_processes", "stopped_apps",
            "seed_cloud_files"]

@@ -1,0 +1,35 @@
+"""Audit finding, fixed: Chrome stopped by the agent (SIGSTOP, ``hang-apps``) made a Chrome
+task unscored (``evaluator``: its DevTools port did not answer while Chrome ran), where an honest
+failure of the same task is a scored 0: a dodged failure. A stopped Chrome is what the agent
+left: a scored 0 (``evaluator_crash``). Real local desktops, the real hostile endpoint."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from audit_suite import audit_run
+
+pytestmark = [
+    pytest.mark.desktop,
+    pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("bwrap"),
+                       reason="the local sandbox needs root and bubblewrap"),
+]
+
+CASE = "chrome/chrome-open-kettle-page"
+
+
+def test_chrome_stopped_by_the_agent_is_its_zero_not_unscored(tmp_path: Path) -> None:
+    audit = audit_run(tmp_path, ["do-nothing", "hang-apps"],
+                      tasks={"chrome": [CASE.split("/", 1)[1]]})
+    out = audit.run.output
+    assert audit.harness_flaws() == [], (audit.harness_flaws(), out[-4000:])
+    r = audit.results()[(CASE, "hang-apps")]
+    assert (r["outcome"], r["score"], r["failure_category"]) == \
+        ("failed", 0.0, "evaluator_crash"), r["message"]
+    assert "Chrome is stopped" in r["message"]
+    assert audit.results()[(CASE, "do-nothing")]["score"] == 0.0
+    assert audit.run.rc == 0, out[-3000:]
