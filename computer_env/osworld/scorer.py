@@ -11,7 +11,8 @@ their type, message, attributes and chain; log records are logged again in the w
 :func:`explain_files` (the replay's cell-level differences) runs there too.
 
 The process is started on first use ('spawn': nothing of the worker's threads or memory is
-inherited) and started again after :data:`TASKS_PER_PROCESS` jobs or when it has grown past
+inherited; a script that scores this way needs the ``if __name__ == "__main__":`` guard, as
+'spawn' runs the script's module again, not as ``__main__``) and started again after :data:`TASKS_PER_PROCESS` jobs or when it has grown past
 :data:`RSS_LIMIT_MIB`. If it dies (a crash, out of memory, killed) or a job outruns
 ``timeout``, the job raises :class:`ScorerFailed`, an environment failure (rerun, then unscored),
 and the next job gets a fresh process.

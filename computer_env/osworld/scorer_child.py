@@ -3,56 +3,80 @@
 
 from __future__ import annotations
 
-import contextlib
 import importlib
 import logging
 import multiprocessing.connection
 import os
 import threading
 import time
-from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
-from computer_env.desktop.gateway import with_gateway
+from computer_env.desktop.client import DesktopClient
+from computer_env.desktop.gateway import OSWorldGateway, with_gateway
+from computer_env.desktop.providers.base import DesktopHandle
 from computer_env.osworld.context import TaskContext
 from computer_env.osworld.scorer_wire import ContextSpec, LogCapture, describe
 from computer_env.osworld.tasks import Task
 
 
-@contextlib.contextmanager
-def _on_desktop(spec: ContextSpec, *, gateway: bool = True) -> Iterator[TaskContext]:
+@dataclass
+class _Kept:
+    """What this process keeps between jobs, as the worker does: the gateway to the last
+    desktop (closing one takes ~0.5 s) and the client of the last task context (a new client
+    costs ~30 ms; the worker makes one per case)."""
+
+    gateways: dict[tuple[Any, ...], tuple[DesktopHandle, OSWorldGateway]]
+    client: tuple[tuple[Any, ...], DesktopClient] | None = None
+
+
+_kept = _Kept(gateways={})
+
+
+def _gateway_handle(handle: DesktopHandle) -> DesktopHandle:
+    """``handle`` seen through this process's gateway (one to another desktop is closed in the
+    background)."""
+    key = (handle.url, handle.token, tuple(sorted(handle.ports.items())))
+    if key not in _kept.gateways:
+        for _, old in [_kept.gateways.pop(k) for k in list(_kept.gateways)]:
+            threading.Thread(target=old.close, daemon=True).start()
+        _kept.gateways[key] = with_gateway(handle, None)
+    return _kept.gateways[key][0]
+
+
+def _client(spec: ContextSpec) -> DesktopClient:
+    key = (spec.work_id, spec.handle.url, spec.handle.token, spec.client_timeout,
+           spec.client_retries, spec.client_backoff)
+    if _kept.client is None or _kept.client[0] != key:
+        if _kept.client is not None:
+            _kept.client[1].close()
+        _kept.client = (key, spec.client())
+    return _kept.client[1]
+
+
+def _context(spec: ContextSpec, *, gateway: bool = True) -> TaskContext:
     """The task context rebuilt here; with ``gateway``, OSWorld's code reaches the desktop
-    through a gateway of this process (closed afterwards, with the client)."""
-    handle, gw = with_gateway(spec.handle, None) if gateway else (spec.handle, None)
-    ctx = spec.rebuild(handle)
-    try:
-        yield ctx
-    finally:
-        ctx.client.close()
-        if gw is not None:
-            gw.close()
+    through a gateway of this process."""
+    return spec.rebuild(_gateway_handle(spec.handle) if gateway else None, _client(spec))
 
 
 def evaluate_job(task: Task, spec: ContextSpec) -> dict[str, Any]:
     from computer_env.osworld.evaluate import evaluate as evaluate_here
 
-    with _on_desktop(spec) as ctx:
-        return evaluate_here(task, ctx).model_dump(mode="json")
+    return evaluate_here(task, _context(spec)).model_dump(mode="json")
 
 
 def supported_job(task: Task, spec: ContextSpec) -> None:
     from computer_env.osworld.evaluate import ensure_supported as supported_here
 
-    with _on_desktop(spec, gateway=False) as ctx:
-        supported_here(task, ctx)
+    supported_here(task, _context(spec, gateway=False))
 
 
 def setup_job(steps: list[Any], spec: ContextSpec, phase: str, strict: bool | None
                ) -> dict[str, Any]:
     from computer_env.osworld.setup import run_setup as setup_here
 
-    with _on_desktop(spec) as ctx:
-        return setup_here(steps, ctx, phase=phase, strict=strict).model_dump(mode="json")
+    return setup_here(steps, _context(spec), phase=phase, strict=strict).model_dump(mode="json")
 
 
 def _target(path: str) -> Any:

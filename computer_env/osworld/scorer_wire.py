@@ -53,13 +53,17 @@ class ContextSpec:
                    client_retries=max(0, int(getattr(retry, "attempts", 4)) - 1),
                    client_backoff=float(getattr(retry, "backoff", 0.5)))
 
-    def rebuild(self, handle: DesktopHandle | None = None) -> TaskContext:
-        """A context on a new client (and on ``handle`` when given: the same desktop seen
-        through this process's own gateway)."""
+    def client(self) -> DesktopClient:
+        """A new client for the desktop, with the worker's client's settings."""
+        return DesktopClient.from_handle(self.handle, timeout=self.client_timeout,
+                                         retries=self.client_retries, backoff=self.client_backoff)
+
+    def rebuild(self, handle: DesktopHandle | None = None, client: DesktopClient | None = None
+                ) -> TaskContext:
+        """The context, on ``client`` (default: a new one) and ``handle`` (default: the
+        worker's; e.g. the same desktop seen through this process's own gateway)."""
         handle = handle or self.handle
-        client = DesktopClient.from_handle(handle, timeout=self.client_timeout,
-                                           retries=self.client_retries,
-                                           backoff=self.client_backoff)
+        client = client or self.client()
         return TaskContext(client=client, handle=handle, cache_dir=self.cache_dir,
                            vars=dict(self.vars), proxy=self.proxy, screen=self.screen,
                            action_history=list(self.action_history), task_id=self.task_id,
