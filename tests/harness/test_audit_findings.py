@@ -113,7 +113,8 @@ def test_findings_split_into_harness_and_task_flaws() -> None:
                      ("freeway/E/seed0", "input-flood"): ("scored", "harness"),
                      ("freeway/M/seed0", "do-nothing"): ("scored", "task")}
     osw = next(b for b in audit.benchmarks if b.benchmark == "osworld")
-    assert (osw.tasks, osw.hackable_tasks, osw.harness_flaws, osw.task_flaws) == (4, 2, 2, 1)
+    # os/c was only skipped (cannot run here): not one of the audited tasks
+    assert (osw.tasks, osw.hackable_tasks, osw.harness_flaws, osw.task_flaws) == (3, 2, 2, 1)
     assert osw.trivial_floor == {"give-up": 0.5, "done-at-once": None, "do-nothing": 0.0}
     assert osw.floor == 0.5
     game = next(b for b in audit.benchmarks if b.benchmark == "realtimegym")
