@@ -193,7 +193,8 @@ _PER_REQUEST = {"content-length", "content-type", "x-stainless-read-timeout",
                 "x-stainless-raw-response", "user-agent"}
 
 
-@pytest.mark.parametrize("api_key,userinfo", [(SECRET, ""), (None, ""), (None, "user:pw@")])
+@pytest.mark.parametrize("api_key,userinfo", [(SECRET, ""), (None, ""), (None, "user:pw@")],
+                         ids=["key", "no-key", "url-credentials"])
 def test_probe_sends_what_the_agent_sends(api_key: str | None, userinfo: str,
                                           monkeypatch: pytest.MonkeyPatch) -> None:
     """The probe is the agent's own client: same auth, same headers (openai's user agent and
