@@ -94,7 +94,7 @@ def test_interrupted_run_says_so_and_resume_lists_what_it_reused(tmp_path: Path)
     task_file = task_list_file(tmp_path, tasks)
     args = ("--task-list", str(task_file), "-n0", "--order", "collected")
     log = tmp_path / "child.log"
-    child = start_suite(tmp_path, "intr", *args, "--reference-faults", "delay=1", log=log)
+    child = start_suite(tmp_path, "intr", *args, "--reference-faults", "delay=3", log=log)
     try:
         first = wait_for(lambda: [p for p in (tmp_path / "intr").rglob("result.json")
                                   if json.loads(p.read_text())["outcome"] == "passed"],
