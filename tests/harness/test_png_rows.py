@@ -1,5 +1,6 @@
-"""PNG rows straight from the grab (numpy, one pass): the same bytes as the generic path, the
-cursor blended as Pillow does, the file lossless; the buffer is reused between grabs."""
+"""PNG rows and JPEG straight from the grab (numpy; simplejpeg): the same bytes as the generic
+path, the cursor blended into the grab as Pillow blends it into an RGB image, the PNG lossless and
+made the same in bands on threads, the JPEG's colours kept; the buffer is reused between grabs."""
 
 from __future__ import annotations
 
@@ -47,10 +48,10 @@ def _generic(raw: bytearray, size: tuple[int, int], cursor: Image.Image | None,
 def test_rows_match_the_generic_path_cursor_included(size: tuple[int, int],
                                                      pos: tuple[int, int]) -> None:
     raw, cursor = _bgrx(size, 1), _cursor(2)
+    expected = _generic(raw, size, cursor, pos)  # before: the cursor is blended into ``raw``
     buffer = RowBuffer()
     rows = buffer.filtered_rows(raw, size, (cursor, pos))
     assert rows is not None
-    expected = _generic(raw, size, cursor, pos)
     stride = 3 * size[0]
     data = expected.tobytes()
     assert bytes(rows) == b"".join(b"\0" + data[i:i + stride] for i in range(0, len(data), stride))
@@ -68,3 +69,65 @@ def test_buffer_is_reused_and_nothing_of_the_last_grab_stays() -> None:
     assert second is not None and bytes(second) != first
     with Image.open(io.BytesIO(ss.encode_png_rows(second, size))) as decoded:
         assert decoded.tobytes() == _generic(raw, size, None, (0, 0)).tobytes()
+
+
+@pytest.mark.parametrize("count", [1, 2, 3])
+def test_rows_made_band_by_band_on_threads_give_the_same_png(count: int, monkeypatch) -> None:
+    from computer_env.desktop.server import bands
+
+    size = (640, 333)
+    raw = _bgrx(size, 6)
+    expected = _generic(raw, size, None, (0, 0)).tobytes()
+    monkeypatch.setattr(bands, "bands_now", lambda: count)
+    buffer = RowBuffer()
+    rows = buffer.bind(raw, size)
+    assert rows is not None
+    png = ss.encode_png_rows(rows, size, 1, fill=buffer.fill)
+    with Image.open(io.BytesIO(png)) as decoded:
+        assert decoded.tobytes() == expected
+
+
+def test_jpeg_from_bgrx_keeps_the_colours() -> None:
+    from computer_env.desktop.server import pngrows
+
+    pytest.importorskip("simplejpeg")
+    size = (256, 128)
+    image = Image.new("RGB", size, (200, 30, 40))  # red left, blue right: a swap shows
+    image.paste((20, 40, 210), (128, 0, 256, 128))
+    r, g, b = image.split()
+    raw = bytearray(Image.merge("RGBA", (b, g, r, Image.new("L", size, 0))).tobytes())
+    data = pngrows.encode_jpeg(raw, size, 90)
+    assert data is not None and data[:2] == b"\xff\xd8"
+    with Image.open(io.BytesIO(data)) as decoded:
+        assert decoded.size == size
+        left, right = decoded.convert("RGB").getpixel((40, 60)), decoded.convert("RGB").getpixel((200, 60))
+    assert all(abs(a - e) <= 6 for a, e in zip(left, (200, 30, 40))), left
+    assert all(abs(a - e) <= 6 for a, e in zip(right, (20, 40, 210))), right
+
+
+def test_runnable_others_reads_the_hosts_running_threads() -> None:
+    from computer_env.desktop.server import bands
+
+    others = bands.runnable_others()
+    assert 0 <= others < 10_000
+    assert 1 <= bands.bands_now() <= bands.MAX_BANDS
+
+
+@pytest.mark.parametrize("size", [(1920, 1080), (1024, 768), (333, 129), (50, 40), (17, 33)])
+@pytest.mark.parametrize("count", [2, 3, 4])
+def test_banded_bgrx_jpeg_decodes_to_the_one_piece_pixels(size: tuple[int, int], count: int,
+                                                          monkeypatch) -> None:
+    from computer_env.desktop.server import bands, pngrows
+
+    pytest.importorskip("simplejpeg")
+    raw = _bgrx(size, 8)
+    monkeypatch.setattr(bands, "bands_now", lambda: 1)
+    one = pngrows.encode_jpeg(bytearray(raw), size, 85)
+    monkeypatch.setattr(bands, "bands_now", lambda: count)
+    banded = pngrows.encode_jpeg(bytearray(raw), size, 85)
+    assert one is not None and banded is not None
+    if size[1] >= 32:  # room for two bands of whole MCU rows: really banded
+        assert banded != one and b"\xff\xdd" in banded[:1000]
+    with Image.open(io.BytesIO(one)) as a, Image.open(io.BytesIO(banded)) as b:
+        assert b.size == size and b.format == "JPEG"
+        assert a.convert("RGB").tobytes() == b.convert("RGB").tobytes()

@@ -20,6 +20,7 @@ import io
 import os
 import struct
 import zlib
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -34,16 +35,33 @@ MAX_BANDS = max(1, min(4, os.cpu_count() or 1))
 _POOL: ThreadPoolExecutor | None = None
 
 
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def runnable_others() -> int:
+    """Threads runnable on the host right now besides the caller (``/proc/loadavg``'s
+    running count, minus one); the 1-minute load average instead where that cannot be read."""
+    try:
+        with open("/proc/loadavg", encoding="ascii") as f:
+            return max(0, int(f.read().split()[3].partition("/")[0]) - 1)
+    except (OSError, ValueError, IndexError):
+        try:
+            return round(os.getloadavg()[0])
+        except OSError:
+            return 0
+
+
 def bands_now() -> int:
-    """How many bands to use now: one per core left idle by the host's load (1-minute
-    average), at most ``MAX_BANDS``; on a saturated host threads only add switching."""
+    """How many bands to use now: one per core that nothing else wants at this moment (the
+    host's running threads now, not the load average, which lags by a minute), at most
+    ``MAX_BANDS``; on a saturated host threads only add switching."""
     if MAX_BANDS == 1:
         return 1
-    try:
-        idle = (os.cpu_count() or 1) - os.getloadavg()[0]
-    except OSError:
-        return MAX_BANDS
-    return max(1, min(MAX_BANDS, int(idle + 0.5)))
+    return max(1, min(MAX_BANDS, _cores() - runnable_others()))
 
 
 def _pool() -> ThreadPoolExecutor:
@@ -100,6 +118,43 @@ def encode_jpeg(image: Image.Image, quality: int) -> bytes:
     return b"".join(chunks)
 
 
+def join_jpeg_bands(parts: list[bytes], height: int, mcus_per_band: int) -> bytes:
+    """One baseline JPEG of ``height`` rows from JPEGs of its bands, each encoded alone with
+    the same standard tables and no restart markers, every band but the last ``mcus_per_band``
+    MCUs long: a DRI segment of that interval goes into the first band's headers and the bands'
+    scans are joined behind RST0, RST1, ... (each band's coder and DC prediction started
+    afresh, as a decoder does after a restart marker). Decodes to the one-piece pixels."""
+    if len(parts) == 1:
+        return parts[0]
+    if not 0 < mcus_per_band <= 0xFFFF:
+        raise ValueError(f"restart interval {mcus_per_band} out of range")
+    sof, start = _scan_start(parts[0])
+    sos = parts[0].rfind(b"\xff\xda", 0, start)
+    head = bytearray(parts[0][:sos])
+    struct.pack_into(">H", head, sof + 5, height)  # SOF0: length, precision, height
+    head += b"\xff\xdd" + struct.pack(">HH", 4, mcus_per_band) + parts[0][sos:start]
+    chunks: list[bytes] = [bytes(head), parts[0][start:-2]]
+    for i, part in enumerate(parts[1:]):
+        chunks += [bytes((0xFF, 0xD0 + i % 8)), part[_scan_start(part)[1]:-2]]
+    chunks.append(_EOI)
+    return b"".join(chunks)
+
+
+def encode_bgrx_jpeg(pixels: Any, quality: int, encode_one: Callable[[Any], bytes]) -> bytes:
+    """Baseline 4:2:0 JPEG of the ``height x width x 4`` BGRX array ``pixels`` through
+    ``encode_one`` (an encoder of such arrays with standard tables and no restart markers),
+    in bands of whole MCU rows (16 pixels) on threads when cores are idle."""
+    height, width = int(pixels.shape[0]), int(pixels.shape[1])
+    # A restart interval is fixed: every band but the last has the same whole MCU rows, and
+    # the last no more than that (a longer last band would miss a restart marker).
+    step = -(-(-(-height // 16)) // bands_now()) * 16
+    boxes = [(top, min(height, top + step)) for top in range(0, height, step)]
+    if len(boxes) == 1:
+        return encode_one(pixels)
+    parts = list(_pool().map(lambda box: encode_one(pixels[box[0]:box[1]]), boxes))
+    return join_jpeg_bands(parts, height, step // 16 * -(-width // 16))
+
+
 def _filtered(image: Image.Image, box: tuple[int, int]) -> bytes:
     """Rows ``box`` of an RGB image, each behind its PNG filter-type byte 0."""
     width = image.width
@@ -133,13 +188,22 @@ def deflate_bands(image: Image.Image, compressor: Any, count: int) -> bytes:
     return _deflate_parts(lambda i: _filtered(image, boxes[i]), len(boxes), compressor)
 
 
-def deflate_rows(rows: memoryview, height: int, compressor: Any, count: int) -> bytes:
-    """The same zlib stream from rows already filtered (``height`` rows, each behind its
-    filter-type byte, one buffer), deflated in ``count`` bands on threads without a copy."""
+def deflate_rows(rows: memoryview, height: int, compressor: Any, count: int,
+                 fill: Callable[[int, int], None] | None = None) -> bytes:
+    """The same zlib stream from filtered rows (``height`` rows, each behind its filter-type
+    byte, one buffer), deflated in ``count`` bands on threads without a copy; ``fill(top,
+    bottom)``, when given, first makes a band's rows, on that band's thread."""
     stride = len(rows) // max(1, height)
-    per = -(-height // max(1, count)) * stride
-    starts = list(range(0, len(rows), per))
-    return _deflate_parts(lambda i: rows[starts[i]:starts[i] + per], len(starts), compressor)
+    per = -(-height // max(1, count))
+    tops = list(range(0, height, per))
+
+    def part(i: int) -> memoryview:
+        top, bottom = tops[i], min(height, tops[i] + per)
+        if fill is not None:
+            fill(top, bottom)
+        return rows[top * stride:bottom * stride]
+
+    return _deflate_parts(part, len(tops), compressor)
 
 
 def _deflate_parts(part: Any, count: int, compressor: Any) -> bytes:

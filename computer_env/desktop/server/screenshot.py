@@ -7,9 +7,10 @@ its adaptive per-row filter selection (all five PNG filters on every row), which
 three times as much as the deflate itself at level 1. This writer uses filter type 0 ("None")
 on every row, which is lossless like any PNG and compresses screen content about as well, and
 deflates with ISA-L (``isal``) when it is installed, else with the standard library's zlib.
-With more than one core, JPEG and PNG are encoded in bands on threads (:mod:`.bands`). With
-numpy, a PNG's rows come straight from the grab in one pass (:mod:`.pngrows`), skipping the
-RGB image and its band copies.
+With cores idle at that moment, JPEG and PNG are encoded in bands on threads (:mod:`.bands`).
+With numpy, the cursor is blended into the grab's own BGRX bytes, a PNG's rows come straight
+from them band by band, and JPEG is encoded from them by libjpeg-turbo (``simplejpeg``), with no
+RGB image at all (:mod:`.pngrows`); without numpy, through a Pillow RGB image as before.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from typing import Any, Literal
 
 from PIL import Image
 
-from computer_env.desktop.server import bands
+from computer_env.desktop.server import bands, pngrows
 from computer_env.desktop.server.pngrows import RowBuffer
 
 logger = logging.getLogger(__name__)
@@ -102,15 +103,19 @@ def encode_png(image: Image.Image, level: int = 1) -> bytes:
                      _chunk(b"IEND", b"")))
 
 
-def encode_png_rows(rows: memoryview, size: tuple[int, int], level: int = 1) -> bytes:
-    """The PNG of ``size`` whose filtered rows (filter byte 0 first) are ``rows``."""
+def encode_png_rows(rows: memoryview, size: tuple[int, int], level: int = 1,
+                    fill: Callable[[int, int], None] | None = None) -> bytes:
+    """The PNG of ``size`` whose filtered rows (filter byte 0 first) are ``rows``; ``fill(top,
+    bottom)``, when given, makes those rows first (band by band, on the bands' threads)."""
     width, height = size
     level = max(0, min(9, level))
     header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
     count = bands.bands_now()
     if count > 1 and height >= 2 * count:
-        stream = bands.deflate_rows(rows, height, lambda: _compressor(level, -15), count)
+        stream = bands.deflate_rows(rows, height, lambda: _compressor(level, -15), count, fill)
     else:
+        if fill is not None:
+            fill(0, height)
         comp = _compressor(level)
         stream = comp.compress(rows) + comp.flush()
     return b"".join((_PNG_SIGNATURE, _chunk(b"IHDR", header), _chunk(b"IDAT", stream),
@@ -228,22 +233,35 @@ class ScreenGrabber:
             image.paste(cursor[0], cursor[1], cursor[0])
         return image
 
-    def _capture(self, fmt: ImageFormat, quality: int | None) -> Capture:
+    def _capture_bgrx(self, fmt: ImageFormat, quality: int | None) -> Capture | None:
+        """PNG and JPEG straight from the grab's BGRX bytes (:mod:`.pngrows`); None where that
+        path is not available (no numpy; JPEG without simplejpeg; WebP)."""
+        if fmt == "webp" or not pngrows.available():
+            return None
         t0 = time.perf_counter()
-        if fmt == "png":
-            shot, cursor = self._grab_raw()
-            rows = self._rows.filtered_rows(shot.raw, tuple(shot.size), cursor)
-            if rows is not None:
-                t1 = time.perf_counter()
-                level = DEFAULT_QUALITY["png"] if quality is None else quality
-                data = encode_png_rows(rows, tuple(shot.size), level)
-                return Capture(data, MIME[fmt], (t1 - t0) * 1000,
-                               (time.perf_counter() - t1) * 1000)
-            image = Image.frombuffer("RGB", shot.size, shot.raw, "raw", "BGRX", 0, 1)
-            if cursor is not None:
-                image.paste(cursor[0], cursor[1], cursor[0])
+        shot, cursor = self._grab_raw()
+        size = (int(shot.size[0]), int(shot.size[1]))
+        pngrows.blend_cursor(shot.raw, size, cursor)
+        t1 = time.perf_counter()
+        if fmt == "jpeg":
+            q = DEFAULT_QUALITY["jpeg"] if quality is None else quality
+            data = pngrows.encode_jpeg(shot.raw, size, q)
+            if data is None:
+                return None
         else:
-            image = self.grab()
+            rows = self._rows.bind(shot.raw, size)
+            if rows is None:
+                return None
+            level = DEFAULT_QUALITY["png"] if quality is None else quality
+            data = encode_png_rows(rows, size, level, fill=self._rows.fill)
+        return Capture(data, MIME[fmt], (t1 - t0) * 1000, (time.perf_counter() - t1) * 1000)
+
+    def _capture(self, fmt: ImageFormat, quality: int | None) -> Capture:
+        fast = self._capture_bgrx(fmt, quality)
+        if fast is not None:
+            return fast
+        t0 = time.perf_counter()
+        image = self.grab()
         t1 = time.perf_counter()
         data = encode(image, fmt, quality)
         t2 = time.perf_counter()
