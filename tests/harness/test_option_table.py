@@ -98,7 +98,7 @@ TWIN_SAMPLES: dict[str, tuple[str, str | None]] = {
     "--api-key": ("key-a", "key-b"), "--vm-proxy": ("http://127.0.0.1:3128",
                                                     "http://127.0.0.1:9999"),
     "--net-gate": ("1", None), "--results-dir": ("/tmp/results-a", "/tmp/results-b"),
-    "--judge-api-key": ("judge-a", "judge-b"), "--spare-desktop": ("1", None),
+    "--judge-api-key": ("judge-a", "judge-b"), "--spare-desktop": ("on", "off"),
 }
 """flag -> (a twin's value, a different option value; None: a switch, given bare)."""
 

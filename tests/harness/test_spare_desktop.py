@@ -156,3 +156,23 @@ def test_a_spare_that_failed_to_start_falls_back_to_resetting_the_one_in_use() -
     finally:
         pool.close()
     assert all(_closed(p, []) for p in made)
+
+
+@pytest.mark.parametrize("choice, provider, workers, cores, memory, kept", [
+    ("auto", "local", 1, 2, 8000.0, True),       # two cores for one worker: a spare
+    ("auto", "local", 2, 2, 8000.0, False),      # one core per worker: none
+    ("auto", "docker", 4, 16, 64000.0, True),
+    ("auto", "local", 4, 16, 3000.0, False),     # too little memory for four spares
+    ("auto", "remote", 1, 64, 64000.0, False),   # a remote server is the only desktop
+    ("on", "local", 8, 2, 100.0, True),          # forced
+    ("on", "remote", 1, 2, 8000.0, False),
+    ("off", "local", 1, 64, 64000.0, False),
+])
+def test_auto_keeps_a_spare_only_where_the_host_has_room(choice, provider, workers, cores,
+                                                          memory, kept) -> None:
+    from fixtures.cases.spare_choice import keep_spare
+
+    spare, why = keep_spare(choice, provider, workers=workers, cores=cores,
+                            available_mib=memory)
+    assert spare is kept, why
+    assert why  # the reason is logged
