@@ -112,14 +112,17 @@ def run_suite(results_dir: Path, name: str, smoke: bool, workers: int,
     return proc.returncode, peak, time.monotonic() - t0
 
 
-def setup_times(run_dir: Path) -> list[float]:
-    """reset + setup + settle of every case that got that far."""
-    out = []
+def setup_times(run_dir: Path) -> tuple[list[float], list[float], list[float]]:
+    """Of every case that got that far: reset + setup + settle, the reset alone (getting a
+    fresh desktop; near 0 with a spare ready), and the settle alone."""
+    total, resets, settles = [], [], []
     for path in sorted(run_dir.rglob("result.json")):
         timings = json.loads(path.read_text(encoding="utf-8")).get("timings") or {}
         if timings.get("setup_s") is not None:
-            out.append(timings["setup_s"] + (timings.get("settle_s") or 0.0))
-    return out
+            total.append(timings["setup_s"] + (timings.get("settle_s") or 0.0))
+            resets.append(timings.get("reset_s") or 0.0)
+            settles.append(timings.get("settle_s") or 0.0)
+    return total, resets, settles
 
 
 def bench_screenshots(runs: int) -> dict[str, float]:
@@ -156,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
                                       args.pytest_args)
         summary_path = results / name / "summary.json"
         summary = json.loads(summary_path.read_text()) if summary_path.is_file() else {}
-        setups = setup_times(results / name)
+        setups, resets, settles = setup_times(results / name)
     out: dict[str, float | int | None] = {"rc": rc, "suite_s": round(seconds, 1),
                                            "cores": os.cpu_count() or 1,
                                            "load_before": round(load_before, 2)}
@@ -166,6 +169,8 @@ def main(argv: list[str] | None = None) -> int:
         out[key] = h.get(key)
     out["setup_median_s"] = round(statistics.median(setups), 3) if setups else None
     out["setup_max_s"] = round(max(setups), 3) if setups else None
+    out["reset_median_s"] = round(statistics.median(resets), 3) if resets else None
+    out["settle_after_setup_median_s"] = round(statistics.median(settles), 3) if settles else None
     out["worker_rss_mib"] = round(peak, 1) if peak is not None else None
     if args.bench:
         out.update(bench_screenshots(args.bench_runs))
