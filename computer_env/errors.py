@@ -60,6 +60,12 @@ class EvaluatorCrash(EvaluatorInfraError):
     an agent must not dodge a failure by breaking what the evaluator reads."""
 
 
+class EvaluatorOutOfMemory(EvaluatorCrash):
+    """The evaluator ran past the scoring process's memory cap on the state the agent left (a
+    result file that inflates beyond any task's need, e.g. a decompression bomb): like any
+    :class:`EvaluatorCrash`, the agent's 0 once it acted, never unscored."""
+
+
 class ModelEndpointError(InfraError):
     """The model endpoint is unreachable or keeps failing (5xx, 429, timeouts).
 

@@ -13,9 +13,21 @@ their type, message, attributes and chain; log records are logged again in the w
 The process is started on first use ('spawn': nothing of the worker's threads or memory is
 inherited; a script that scores this way needs the ``if __name__ == "__main__":`` guard, as
 'spawn' runs the script's module again, not as ``__main__``) and started again after :data:`TASKS_PER_PROCESS` jobs or when it has grown past
-:data:`RSS_LIMIT_MIB`. If it dies (a crash, out of memory, killed) or a job outruns
-``timeout``, the job raises :class:`ScorerFailed`, an environment failure (rerun, then unscored),
-and the next job gets a fresh process.
+:data:`RSS_LIMIT_MIB`. If it dies (a crash, killed by the kernel's OOM killer or by hand)
+or a job outruns ``timeout``, the job raises :class:`ScorerFailed`, an environment failure
+(rerun, then unscored), and the next job gets a fresh process.
+
+Memory cap: the process caps its own private writable memory (``RLIMIT_DATA``: the heap a reader
+fills; not ``RLIMIT_AS``, which also counts address space only reserved, e.g. the ~600 MiB
+``VmData`` but 1.5 GiB ``VmSize`` of playwright's node driver, a child of this process) at
+:attr:`Scorer.memory_cap_mib`: :data:`MEMORY_CAP_MIB`, at most :data:`HOST_SHARE` of the host's
+memory (at least :data:`MIN_CAP_MIB`); ``$HOLO_SCORER_MEMORY_MIB`` (MiB; 0: no cap) or the
+constructor's ``memory_cap_mib`` override it. Measured on the built-in tasks and OSWorld's real
+offline ones, the process peaks at 220 MiB resident, 420 MiB ``VmData``. A job that overruns the
+cap (:mod:`.scorer_child`) is answered, then the process is replaced (its heap is spent): an
+*evaluation* raises :class:`~computer_env.errors.EvaluatorOutOfMemory` (the result the agent left
+is a bomb: scored 0 once it acted); any other job (setup, support check) raises
+:class:`ScorerFailed` (the environment's, unscored).
 """
 
 from __future__ import annotations
@@ -31,7 +43,7 @@ from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import Any
 
-from computer_env.errors import EvaluatorInfraError
+from computer_env.errors import ConfigurationError, EvaluatorInfraError, EvaluatorOutOfMemory
 from computer_env.osworld.context import TaskContext
 from computer_env.osworld.evaluate import EvalResult
 from computer_env.osworld.scorer_child import serve
@@ -50,6 +62,31 @@ TASKS_PER_PROCESS = 40
 """Jobs before the scoring process is replaced (what a metric leaves behind goes with it)."""
 RSS_LIMIT_MIB = 1500.0
 """A scoring process this large after a job is replaced."""
+MEMORY_CAP_ENV = "HOLO_SCORER_MEMORY_MIB"
+MEMORY_CAP_MIB = 4096
+"""The scoring process's memory cap (``RLIMIT_DATA``): ten times its measured peak ``VmData``."""
+HOST_SHARE = 0.25
+"""At most this share of the host's memory per scoring process (one per worker)."""
+MIN_CAP_MIB = 1024
+"""The least cap (below it honest evaluations could fail: the host's OOM killer then rules)."""
+
+
+def memory_cap(value: int | None = None) -> int:
+    """The scoring process's memory cap in MiB (0: none): ``value``, else
+    ``$HOLO_SCORER_MEMORY_MIB``, else :data:`MEMORY_CAP_MIB` within :data:`HOST_SHARE` of the
+    host's memory."""
+    if value is None and (text := os.environ.get(MEMORY_CAP_ENV, "").strip()):
+        try:
+            value = int(text)
+        except ValueError:
+            value = -1
+        if value < 0:
+            raise ConfigurationError(f"${MEMORY_CAP_ENV}: {text!r} is not a number of MiB "
+                                     "(0: no cap)")
+    if value is not None:
+        return value
+    total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") >> 20
+    return max(MIN_CAP_MIB, min(MEMORY_CAP_MIB, int(total * HOST_SHARE)))
 
 
 class ScorerFailed(EvaluatorInfraError):
@@ -72,8 +109,10 @@ class Scorer:
     """One worker's scoring process (started on first use)."""
 
     def __init__(self, *, timeout: float = TIMEOUT_S, tasks_per_process: int = TASKS_PER_PROCESS,
-                 rss_limit_mib: float = RSS_LIMIT_MIB) -> None:
+                 rss_limit_mib: float = RSS_LIMIT_MIB, memory_cap_mib: int | None = None) -> None:
         self.timeout = timeout
+        self.memory_cap_mib = memory_cap(memory_cap_mib)
+        """The scoring process's memory cap in MiB (0: none; see the module docstring)."""
         self.tasks_per_process = tasks_per_process
         self.rss_limit_mib = rss_limit_mib
         self.rss_mib = 0.0
@@ -90,8 +129,8 @@ class Scorer:
     def _start(self) -> tuple[BaseProcess, multiprocessing.connection.Connection]:
         mp = multiprocessing.get_context("spawn")
         mine, theirs = mp.Pipe()
-        process = mp.Process(target=serve, args=(theirs, os.getpid()), daemon=True,
-                             name="osworld-scorer")
+        process = mp.Process(target=serve, args=(theirs, os.getpid(), self.memory_cap_mib),
+                             daemon=True, name="osworld-scorer")
         process.start()
         theirs.close()
         self._process, self._conn, self._jobs = process, mine, 0
@@ -133,7 +172,7 @@ class Scorer:
                     raise ScorerFailed(f"{what} did not finish within {timeout:g} s (the "
                                        f"scoring process, pid {process.pid}, was stopped)")
                 try:
-                    kind, value, records, self.rss_mib = conn.recv()
+                    kind, value, records, self.rss_mib, overrun = conn.recv()
                 except (EOFError, OSError) as exc:
                     process.join(5.0)
                     raise ScorerFailed(f"the scoring process (pid {process.pid}) "
@@ -142,12 +181,19 @@ class Scorer:
                 self._stop(kill=True)
                 raise
             self._jobs += 1
-            if self._jobs >= self.tasks_per_process or self.rss_mib > self.rss_limit_mib:
-                self._stop()
+            if overrun or self._jobs >= self.tasks_per_process \
+                    or self.rss_mib > self.rss_limit_mib:
+                self._stop()  # past its cap its heap is spent: the next job gets another one
         replay_logs(records)
+        error: BaseException | None = None
         if kind == "raise":
             assert isinstance(value, RemoteError)
-            raise rebuild(value)
+            error = rebuild(value)
+        if overrun and not isinstance(error, EvaluatorOutOfMemory):
+            raise ScorerFailed(f"the scoring process (pid {process.pid}) {overrun} during "
+                               f"{what} (it was replaced)") from error
+        if error is not None:
+            raise error
         return value
 
     def evaluate(self, task: Task, ctx: TaskContext) -> EvalResult:
@@ -230,6 +276,7 @@ def explain_files(result: Path | str, expected: Path | str, *, func: str = "",
     return scorer().explain_files(result, expected, func=func, options=options)
 
 
-__all__ = ["RSS_LIMIT_MIB", "SETUP_TIMEOUT_S", "Scorer", "ScorerFailed", "TASKS_PER_PROCESS",
-           "TIMEOUT_S", "close_scorer", "ensure_supported", "evaluate", "explain_files",
+__all__ = ["HOST_SHARE", "MEMORY_CAP_ENV", "MEMORY_CAP_MIB", "MIN_CAP_MIB", "RSS_LIMIT_MIB",
+           "SETUP_TIMEOUT_S", "Scorer", "ScorerFailed", "TASKS_PER_PROCESS", "TIMEOUT_S",
+           "close_scorer", "ensure_supported", "evaluate", "explain_files", "memory_cap",
            "run_setup", "scorer"]

@@ -1,20 +1,37 @@
 """The scoring process's side of :mod:`computer_env.osworld.scorer`: the job loop and the jobs
-(OSWorld's evaluation, support check and setup on a task context rebuilt here)."""
+(OSWorld's evaluation, support check and setup on a task context rebuilt here).
+
+Memory: at start the process caps its private writable memory (``RLIMIT_DATA``, the heap a
+reader fills) at the cap the worker gives, so that an allocation past it fails here
+(``MemoryError``) instead of the kernel killing the process, or the host. A job *overran* when a
+``MemoryError`` is in its exception's chain, or when its resident peak (``VmHWM``, reset before
+each job) reached :data:`OVERRUN_SHARE` of the cap (a metric may swallow the ``MemoryError``, a
+parser may report it as a syntax error). An evaluation that overran raises
+:class:`~computer_env.errors.EvaluatorOutOfMemory` (the agent's doing once it acted); every
+answer says whether its job overran, and the worker then replaces the process. A job that fills
+the cap leaves no memory to handle its own ``MemoryError`` (what it built is still referenced
+by the traceback's frames, or by cycles only the collector frees): :data:`RESERVE_MIB` are held
+during each job and freed the moment it ends, before the frames are cleared and collected.
+"""
 
 from __future__ import annotations
 
+import gc
 import importlib
 import logging
 import multiprocessing.connection
 import os
+import resource
 import threading
 import time
+import traceback
 from dataclasses import dataclass
 from typing import Any
 
 from computer_env.desktop.client import DesktopClient
 from computer_env.desktop.gateway import OSWorldGateway, with_gateway
 from computer_env.desktop.providers.base import DesktopHandle
+from computer_env.errors import EvaluatorOutOfMemory
 from computer_env.osworld.context import TaskContext
 from computer_env.osworld.scorer_wire import ContextSpec, LogCapture, describe
 from computer_env.osworld.tasks import Task
@@ -31,6 +48,112 @@ class _Kept:
 
 
 _kept = _Kept(gateways={})
+
+OVERRUN_SHARE = 0.5
+"""A job whose resident peak reached this share of the cap overran it (an honest evaluation
+peaks near 220 MiB, a tenth of the default cap's share)."""
+
+
+RESERVE_MIB = 64
+"""Held during each job, freed when it ends: room to answer after a job filled the cap (more
+than glibc's largest mmap threshold, so that it is unmapped, not kept in the heap)."""
+
+
+@dataclass
+class _Memory:
+    cap_mib: int = 0
+    """This process's cap (``RLIMIT_DATA``) in MiB; 0: none."""
+    reserve: bytearray | None = None
+
+
+def _arm() -> None:
+    if _memory.cap_mib and _memory.reserve is None:
+        try:
+            _memory.reserve = bytearray(RESERVE_MIB << 20)  # mapped, counted, never touched
+        except MemoryError:
+            _memory.reserve = None
+
+
+def _spend() -> None:
+    _memory.reserve = None
+
+
+_memory = _Memory()
+
+
+def _limit_memory(cap_mib: int) -> None:
+    """Cap this process's private writable memory at ``cap_mib`` (0: no cap). BLAS runs one
+    thread here (each OpenBLAS thread reserves ~40 MiB the cap counts; the metrics compare small
+    tables), so that the cap does not depend on the host's cores."""
+    os.environ["OPENBLAS_NUM_THREADS"] = os.environ["OMP_NUM_THREADS"] = "1"
+    _memory.cap_mib = cap_mib
+    if cap_mib > 0:
+        _, hard = resource.getrlimit(resource.RLIMIT_DATA)
+        soft = cap_mib << 20 if hard == resource.RLIM_INFINITY else min(cap_mib << 20, hard)
+        resource.setrlimit(resource.RLIMIT_DATA, (soft, hard))
+
+
+def _status_kib(field: str) -> int:
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith(f"{field}:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def _reset_peak() -> None:
+    """Start this process's resident peak (``VmHWM``) afresh (for the next job)."""
+    try:
+        with open("/proc/self/clear_refs", "w", encoding="ascii") as f:
+            f.write("5")
+    except OSError:
+        pass
+
+
+def _memory_error(exc: BaseException | None) -> BaseException | None:
+    """The ``MemoryError`` in ``exc``'s chain (allocates nothing: memory may be full)."""
+    for _ in range(64):
+        if exc is None or isinstance(exc, MemoryError):
+            return exc
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
+def overrun(exc: BaseException | None = None) -> str | None:
+    """How the job now ending (which raised ``exc``, if any) ran past this process's memory
+    cap, or None."""
+    cap = f"its memory cap of {_memory.cap_mib} MiB" if _memory.cap_mib else "no memory cap"
+    if (err := _memory_error(exc)) is not None:
+        return f"ran out of memory ({type(err).__name__}) under {cap}"
+    peak = _status_kib("VmHWM") / 1024
+    if _memory.cap_mib and peak >= OVERRUN_SHARE * _memory.cap_mib:
+        return f"reached {peak:.0f} MiB resident, past {OVERRUN_SHARE:.0%} of {cap}"
+    return None
+
+
+def _release(exc: BaseException | None = None) -> None:
+    """Free the reserve, then what the finished frames of ``exc``'s chain hold (a reader's
+    document) and what only the collector frees, before answering."""
+    _spend()
+    cur = exc
+    for _ in range(64):
+        if cur is None:
+            break
+        if cur.__traceback__ is not None:
+            traceback.clear_frames(cur.__traceback__)
+        cur = cur.__cause__ or cur.__context__
+    gc.collect()
+
+
+def _reads(task: Task) -> str:
+    """What the task's result getters read, for a message."""
+    specs = task.evaluator.result
+    items = specs if isinstance(specs, list) else [specs]
+    named = [" ".join(str(s[k]) for k in ("type", "path") if s.get(k)) for s in items if s]
+    return "; ".join(named) or "nothing named"
 
 
 def _gateway_handle(handle: DesktopHandle) -> DesktopHandle:
@@ -61,9 +184,28 @@ def _context(spec: ContextSpec, *, gateway: bool = True) -> TaskContext:
 
 
 def evaluate_job(task: Task, spec: ContextSpec) -> dict[str, Any]:
+    """OSWorld's evaluation here; past the memory cap, :class:`EvaluatorOutOfMemory`."""
     from computer_env.osworld.evaluate import evaluate as evaluate_here
 
-    return evaluate_here(task, _context(spec)).model_dump(mode="json")
+    def out_of_memory(why: str, where: str) -> EvaluatorOutOfMemory:
+        return EvaluatorOutOfMemory(
+            f"the evaluation of {task.case_id} {why}{where}; its result getters read: "
+            f"{_reads(task)} (what the agent left inflates past any task's need, e.g. a "
+            "decompression bomb)")
+
+    try:
+        result = evaluate_here(task, _context(spec))
+    except Exception as exc:
+        _release(exc)
+        if (why := overrun(exc)) is None:
+            raise
+        where = "" if isinstance(exc, MemoryError) else f", in {str(exc).splitlines()[0]}"
+        raise out_of_memory(why, where) from exc
+    _release()
+    if (why := overrun()) is not None:  # a reader swallowed it: its score is no score
+        raise out_of_memory(why, f" (its metrics answered {result.score:g} regardless: "
+                            f"{result.reason[:200]})")
+    return result.model_dump(mode="json")
 
 
 def supported_job(task: Task, spec: ContextSpec) -> None:
@@ -86,14 +228,7 @@ def _target(path: str) -> Any:
 
 
 def _rss_mib() -> float:
-    try:
-        with open("/proc/self/status", encoding="ascii") as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return 0.0
+    return _status_kib("VmRSS") / 1024
 
 
 def _exit_with_parent(parent: int) -> None:
@@ -103,9 +238,11 @@ def _exit_with_parent(parent: int) -> None:
             os._exit(3)
 
 
-def serve(conn: multiprocessing.connection.Connection, parent: int) -> None:
-    """The scoring process: run jobs ``("module:function", log level, args, kwargs)`` from
-    ``conn`` until it closes; answer ``(kind, value, log records, RSS in MiB)``."""
+def serve(conn: multiprocessing.connection.Connection, parent: int, cap_mib: int = 0) -> None:
+    """The scoring process (memory capped at ``cap_mib``, 0: none): run jobs ``("module:function",
+    log level, args, kwargs)`` from ``conn`` until it closes; answer ``(kind, value, log records,
+    RSS in MiB, how the job overran the cap or None)``."""
+    _limit_memory(cap_mib)
     threading.Thread(target=_exit_with_parent, args=(parent,), daemon=True).start()
     root = logging.getLogger()
     capture = LogCapture()
@@ -120,16 +257,23 @@ def serve(conn: multiprocessing.connection.Connection, parent: int) -> None:
         target, level, args, kwargs = job
         root.setLevel(level)
         capture.records = []
+        _reset_peak()
+        _arm()
         try:
             answer: tuple[str, Any] = ("ok", _target(target)(*args, **kwargs))
+            _spend()
+            over = overrun()
         except BaseException as exc:  # noqa: BLE001 - every exception goes back to the worker
+            _release(exc)
+            over = overrun(exc)
             answer = ("raise", describe(exc, os.getpid()))
         try:
-            conn.send((*answer, capture.records, _rss_mib()))
+            conn.send((*answer, capture.records, _rss_mib(), over))
         except (OSError, EOFError):
             return
         except Exception as exc:  # noqa: BLE001 - a value or record that does not pickle
-            conn.send(("raise", describe(exc, os.getpid()), [], _rss_mib()))
+            conn.send(("raise", describe(exc, os.getpid()), [], _rss_mib(), over))
 
 
-__all__ = ["evaluate_job", "serve", "setup_job", "supported_job"]
+__all__ = ["OVERRUN_SHARE", "RESERVE_MIB", "evaluate_job", "overrun", "serve", "setup_job",
+           "supported_job"]
