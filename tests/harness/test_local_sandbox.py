@@ -128,7 +128,11 @@ def test_isolation_from_inside(desktop: LocalSandboxProvider, host_servers: tupl
     status = sh(handle, "id -u; id -g; grep -E '^Cap(Eff|Prm|Bnd)' /proc/self/status")["output"]
     lines = status.split()
     assert lines[:2] == ["1000", "1000"]
-    assert lines[3] == lines[5] == lines[7] == "0000000000000000", status
+    assert lines[3] == lines[5] == "0000000000000000", status  # permitted, effective
+    # the bounding set is the nest's user namespace's (full, see nest.py): no exec can use it,
+    # every mount is nosuid (no setuid, no file capabilities)
+    mounts = sh(handle, "awk '{print $6}' /proc/self/mountinfo")["output"].split()
+    assert mounts and all("nosuid" in m for m in mounts), mounts
     # network: allowed host port reachable, another host port not
     allowed, blocked = host_servers
     desktop.allow_host_port(allowed)

@@ -2,13 +2,17 @@
 
 Inside the sandbox: ``/usr`` and ``/etc`` read-only, a tmpfs ``/home/user`` filled from the
 template, uid/gid 1000 ("user"), no capabilities, its own pid/ipc/uts (and, through the
-provider, network) namespaces, no further user namespaces (``--disable-userns``), a size-capped
-tmpfs ``/tmp`` and ``/dev/shm``, the dpkg database visible read-only, and the programs of
+provider, network) namespaces, a size-capped tmpfs ``/tmp`` and ``/dev/shm``, the dpkg database visible read-only, and the programs of
 :mod:`.guest_tools` first on ``PATH``. Of the host's Python only what the server needs is visible,
 read-only: the virtual environment, its base interpreter and, of the ``computer_env`` package, only
 what :func:`guest_code` allows (its top-level modules, ``desktop`` and ``procs``). Nothing that
 bears an answer is there: not ``osworld`` (tasks, built-in solutions, oracles), not ``synthetic``
 (verifiers, reference solutions), and nothing else of the project (tests, results, caches).
+
+Only Xvfb and the guest server run at the sandbox's top level. Everything the agent can reach
+(session bus, openbox, at-spi, apps, every command the server runs) runs one level down, in the
+nest (:mod:`computer_env.desktop.server.nest`): its own pid namespace and ``/proc``, where no
+further user namespaces can be made; from there nothing can see or signal Xvfb or the server.
 """
 
 from __future__ import annotations
@@ -32,10 +36,47 @@ GUEST_SERVER_PORT = 5000
 #: oracles), ``synthetic`` (verifiers, reference solutions), ``realtimegym``, and any added later.
 GUEST_SUBPACKAGES = ("desktop", "procs")
 
-# Started by dbus-run-session, so everything shares one session bus (at-spi needs it).
+# Sandboxed: everything the agent can reach (session bus, openbox, at-spi, apps, commands) runs
+# in the nest (DESKTOP_NEST: computer_env/desktop/server/nest.py), where no process can see or
+# signal Xvfb or the server. Unsandboxed: all under one dbus-run-session, as one process tree.
 INIT_SCRIPT = r"""#!/bin/bash
-# One desktop session: Xvfb, openbox, at-spi, then the guest server (exec'd, stays the leader).
+# One desktop session: Xvfb, the session (openbox, at-spi; in the nest when there is one), then
+# the guest server (exec'd, stays the leader).
 set -u
+wm_ready() { xprop -root _NET_SUPPORTING_WM_CHECK 2>/dev/null | grep -q 'window id'; }
+session() {
+    # D-Bus-activated programs (gnome-terminal-server, dconf, gvfs) need the display too
+    dbus-update-activation-environment DISPLAY >/dev/null 2>&1 &
+    # openbox sometimes fails to open a display that Xvfb has just announced: start it until it
+    # owns the screen (_NET_SUPPORTING_WM_CHECK on the root window), at most 5 tries of 5 s.
+    for _try in 1 2 3 4 5; do
+        $DESKTOP_GUARD openbox &
+        obpid=$!
+        for _i in $(seq 50); do
+            wm_ready && break 2
+            kill -0 "$obpid" 2>/dev/null || break
+            sleep 0.1
+        done
+        echo "openbox not ready (try $_try); starting it again" >&2
+        kill "$obpid" 2>/dev/null
+    done
+    wm_ready || { echo "openbox did not take the screen" >&2; return 94; }
+    # pc105's extra key (keycode 94, absent on US keyboards) carries `less` first, so pyautogui
+    # types "<" as shift+94 = ">": give it the comma key's symbols (then "<" is shift+comma)
+    xmodmap -e "keycode 94 = comma less comma less" 2>/dev/null || echo "xmodmap failed" >&2
+    $DESKTOP_GUARD /usr/libexec/at-spi-bus-launcher --launch-immediately >/dev/null 2>&1 &
+    return 0
+}
+if [ "${1:-}" = nest ]; then  # inside the nest (started by its init): bus, display, session
+    exec 7>"$2"
+    dbus-daemon --config-file="$DESKTOP_BUS_CONFIG" --fork --nopidfile >/dev/null \
+        || { echo "the session bus did not start" >&2; echo 95 >&7; exit 95; }
+    for _i in $(seq 3000); do [ -s "$DESKTOP_SCRATCH/display" ] && break; sleep 0.01; done
+    DISPLAY=$(cat "$DESKTOP_SCRATCH/display" 2>/dev/null) && export DISPLAY
+    session; rc=$?
+    echo "$rc" >&7
+    exit "$rc"
+fi
 cp -r "$DESKTOP_HOME_TEMPLATE/." "$HOME/" || exit 90
 mkdir -p "$DESKTOP_SCRATCH" && cd "$HOME" || exit 91
 if [ ! -d /tmp/.X11-unix ]; then mkdir -m 1777 /tmp/.X11-unix 2>/dev/null; fi
@@ -44,34 +85,28 @@ rm -f "$fifo"; mkfifo "$fifo" || exit 92
 $DESKTOP_GUARD Xvfb $DESKTOP_DISPLAY -screen 0 "${DESKTOP_WIDTH}x${DESKTOP_HEIGHT}x24" \
     -nolisten tcp -dpi 96 -extension GLX -displayfd 5 5>"$fifo" &
 xpid=$!
+if [ -n "${DESKTOP_NEST:-}" ]; then  # started while Xvfb starts; waits for its display
+    ready="$DESKTOP_SCRATCH/nest.$$"
+    mkfifo "$ready" && exec 6<>"$ready" || exit 92
+    "$DESKTOP_PYTHON" -I -S "$DESKTOP_NEST" "$DESKTOP_SCRATCH/nest.pid" /bin/bash "$0" nest \
+        "$ready" || { echo "the nest did not start" >&2; exit 96; }
+fi
 if ! read -r -t 30 dnum <"$fifo"; then
     echo "Xvfb did not report a display within 30 s" >&2
     kill "$xpid" 2>/dev/null; exit 93
 fi
 rm -f "$fifo"
 export DISPLAY=":$dnum"
-echo "$DISPLAY" >"$DESKTOP_SCRATCH/display"
-# D-Bus-activated programs (gnome-terminal-server, dconf, gvfs) need the display too
-dbus-update-activation-environment DISPLAY >/dev/null 2>&1 &
-# openbox sometimes fails to open a display that Xvfb has just announced: start it until it
-# owns the screen (_NET_SUPPORTING_WM_CHECK on the root window), at most 5 tries of 5 s.
-wm_ready() { xprop -root _NET_SUPPORTING_WM_CHECK 2>/dev/null | grep -q 'window id'; }
-for _try in 1 2 3 4 5; do
-    $DESKTOP_GUARD openbox &
-    obpid=$!
-    for _i in $(seq 50); do
-        wm_ready && break 2
-        kill -0 "$obpid" 2>/dev/null || break
-        sleep 0.1
-    done
-    echo "openbox not ready (try $_try); starting it again" >&2
-    kill "$obpid" 2>/dev/null
-done
-wm_ready || { echo "openbox did not take the screen" >&2; exit 94; }
-# pc105's extra key (keycode 94, absent on US keyboards) carries `less` first, so pyautogui
-# types "<" as shift+94 = ">": give it the comma key's symbols (then "<" is shift+comma)
-xmodmap -e "keycode 94 = comma less comma less" 2>/dev/null || echo "xmodmap failed" >&2
-$DESKTOP_GUARD /usr/libexec/at-spi-bus-launcher --launch-immediately >/dev/null 2>&1 &
+echo "$DISPLAY" >"$DESKTOP_SCRATCH/display.tmp" && mv "$DESKTOP_SCRATCH/display.tmp" \
+    "$DESKTOP_SCRATCH/display"
+if [ -n "${DESKTOP_NEST:-}" ]; then
+    read -r -t 60 -u 6 rc || { echo "the nest's session did not start within 60 s" >&2; exit 96; }
+    [ "$rc" = 0 ] || exit "$rc"
+    DESKTOP_NEST_PID=$(cat "$DESKTOP_SCRATCH/nest.pid") && export DESKTOP_NEST_PID || exit 96
+    rm -f "$ready"
+else
+    session || exit $?
+fi
 exec "$DESKTOP_PYTHON" -m computer_env.desktop.server --host "$DESKTOP_SERVER_HOST" \
     --port "$DESKTOP_SERVER_PORT" --token-file "$DESKTOP_TOKEN_FILE"
 """
@@ -189,12 +224,12 @@ def staged_python_binds(stage_root: Path) -> dict[Path, Path]:
 
 def bwrap_argv(bwrap: str, layout: SandboxLayout, *, width: int, height: int,
                info_fd: int, staged: dict[Path, Path]) -> list[str]:
-    """The full ``bwrap ... dbus-run-session -- bash init.sh`` command line."""
+    """The full ``bwrap ... bash init.sh`` command line."""
     env = session_env(width=width, height=height, home=GUEST_HOME, template=GUEST_TEMPLATE,
                       token_file=f"{GUEST_RUN}/token", scratch="/tmp/.desktop",
                       host="0.0.0.0", port=GUEST_SERVER_PORT, display=":0")
     argv = [bwrap, "--unshare-user", "--uid", str(GUEST_UID), "--gid", str(GUEST_UID),
-            "--disable-userns", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+            "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
             "--hostname", "desktop", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
             "--info-fd", str(info_fd),
             "--ro-bind", "/usr", "/usr", "--ro-bind", "/etc", "/etc"]
@@ -240,9 +275,11 @@ def bwrap_argv(bwrap: str, layout: SandboxLayout, *, width: int, height: int,
     env["PYTHONPATH"] = guest_tools.GUEST_PYTHON_DIR
     env["PIP_TARGET"] = guest_tools.user_site(GUEST_HOME)
     env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
+    # the nest (made by the init script) and its session bus, whose address the server knows
+    env["DESKTOP_NEST"] = str(package_dir() / "desktop" / "server" / "nest.py")
+    env["DESKTOP_BUS_CONFIG"] = f"{GUEST_RUN}/session.conf"
+    env["DBUS_SESSION_BUS_ADDRESS"] = f"unix:path=/run/user/{GUEST_UID}/bus"
     for key, value in env.items():
         argv += ["--setenv", key, value]
-    argv += ["--chdir", GUEST_HOME, "/usr/bin/dbus-run-session",
-             f"--config-file={GUEST_RUN}/session.conf", "--",
-             "/bin/bash", f"{GUEST_RUN}/init.sh"]
+    argv += ["--chdir", GUEST_HOME, "/bin/bash", f"{GUEST_RUN}/init.sh"]
     return argv

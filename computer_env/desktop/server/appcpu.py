@@ -25,6 +25,8 @@ BUSY_SHARE = 0.15
 for timers: LibreOffice and mousepad use < 1 %, Chromium about 3 %, in short spikes)."""
 MAX_PROCESSES = 64
 """At most this many processes of one app tree are read (a browser's renderers included)."""
+PROC = "/proc"
+"""Where the apps' pids are: the nest's ``/proc`` when the desktop has one (set by the CLI)."""
 
 
 @dataclass(frozen=True)
@@ -39,12 +41,12 @@ class CpuSample:
 def _children(pid: int) -> list[int]:
     out: list[int] = []
     try:
-        tasks = os.listdir(f"/proc/{pid}/task")
+        tasks = os.listdir(f"{PROC}/{pid}/task")
     except OSError:
         return out
     for tid in tasks:
         try:
-            with open(f"/proc/{pid}/task/{tid}/children", encoding="ascii") as f:
+            with open(f"{PROC}/{pid}/task/{tid}/children", encoding="ascii") as f:
                 out += [int(c) for c in f.read().split()]
         except (OSError, ValueError):
             continue
@@ -65,7 +67,7 @@ def process_tree(pid: int) -> tuple[int, ...]:
 
 def _process_busy(pid: int) -> tuple[int, bool]:
     total, blocked = 0, False
-    base = f"/proc/{pid}/task"
+    base = f"{PROC}/{pid}/task"
     try:
         tasks = os.listdir(base)
     except OSError:

@@ -225,14 +225,16 @@ CHROME_NAME = "Google Chrome"
 
 
 def _program_files(pid):
-    """The program a process runs: its executable and its argv[0] (either may be unreadable)."""
+    """The program a process runs: its executable and its argv[0] (either may be unreadable).
+    The apps' pids are those of the nest when the desktop has one (env DESKTOP_APP_PROC)."""
     found = set()
+    proc = os.environ.get("DESKTOP_APP_PROC") or "/proc"
     try:
-        found.add(os.readlink("/proc/%d/exe" % pid))
+        found.add(os.readlink("%s/%d/exe" % (proc, pid)))
     except OSError:
         pass
     try:
-        with open("/proc/%d/cmdline" % pid, "rb") as fh:
+        with open("%s/%d/cmdline" % (proc, pid), "rb") as fh:
             argv0 = fh.read().split(b"\0", 1)[0]
         if argv0:
             found.add(os.fsdecode(argv0))

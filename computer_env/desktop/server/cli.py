@@ -42,6 +42,18 @@ def _read_token(path: Path | None) -> str | None:
     return token or None
 
 
+def _nest_pid() -> int | None:
+    """The nest's init (env ``DESKTOP_NEST_PID``, set by the init script), read once at start:
+    a later change of the environment cannot move the server's commands out of the nest."""
+    value = os.environ.pop("DESKTOP_NEST_PID", "").strip()
+    if not value:
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        raise SystemExit(f"DESKTOP_NEST_PID must be a pid, not {value!r}") from None
+
+
 def main(argv: list[str] | None = None) -> int:
     """Serve until told to stop; returns the exit status."""
     args = _parser().parse_args(argv)
@@ -73,8 +85,16 @@ def main(argv: list[str] | None = None) -> int:
     from computer_env.desktop.server.app import create_app
     from computer_env.desktop.server.state import ServerConfig
 
+    nest_pid = _nest_pid()
+    if nest_pid is not None:  # apps' pids (_NET_WM_PID, at-spi) are the nest's
+        from computer_env.desktop.server import appcpu
+        from computer_env.desktop.server.nest import proc_root
+
+        appcpu.PROC = proc_root(nest_pid)
+        os.environ["DESKTOP_APP_PROC"] = appcpu.PROC
     config = ServerConfig(
         token=token,
+        nest_pid=nest_pid,
         home=Path.home(),
         display=os.environ.get("DISPLAY"),
         extras=not args.osworld_only,

@@ -32,6 +32,7 @@ class ServerConfig:
     display: str | None = None
     extras: bool = True  # /capabilities, /actions, /type; False mimics an upstream OSWorld VM
     recording_path: Path | None = None
+    nest_pid: int | None = None  # the nest's init (see nest.py): commands run inside it
 
 
 class ServerState:
@@ -39,7 +40,14 @@ class ServerState:
 
     def __init__(self, config: ServerConfig) -> None:
         self.config = config
-        self.procs = ChildProcesses(cwd=config.home)
+        self.procs: ChildProcesses = ChildProcesses(cwd=config.home)
+        """Every command run for set-up, evaluation or the agent (inside the nest if any)."""
+        if config.nest_pid is not None:
+            from computer_env.desktop.server.nested import NestedProcesses
+
+            self.procs = NestedProcesses(config.nest_pid, cwd=config.home)
+        self.own = ChildProcesses(cwd=config.home)
+        """The server's own helpers (the screen recorder): outside the nest."""
         self._lock = threading.Lock()
         self._screen: ScreenGrabber | None = None
         self._actions: ActionInterpreter | None = None
@@ -108,7 +116,7 @@ class ServerState:
                 from computer_env.desktop.server.recording import Recorder
 
                 path = self.config.recording_path or Path("/tmp/desktop-recording.mp4")
-                self._recorder = Recorder(self.procs, self.config.display, path)
+                self._recorder = Recorder(self.own, self.config.display, path)
             return self._recorder
 
     def close(self) -> None:
@@ -129,6 +137,7 @@ class ServerState:
         if xq is not None:
             xq.close()
         self.procs.close()
+        self.own.close()
 
 
 def state() -> ServerState:
