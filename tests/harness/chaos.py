@@ -2,12 +2,13 @@
 ``PYTHONPATH=tests/harness`` in a child run). It injects REAL faults into the real system:
 
 - ``CHAOS_KILL_SERVER=agent``: on a case's first attempt, kill the desktop's guest server
-  (SIGKILL, from inside the sandbox) as soon as the agent's first step is recorded (its action
-  was applied), so the next observation or the evaluation finds no server;
+  (SIGKILL, from the host, by its host pid: nothing inside the sandbox can reach it) as soon as
+  the agent's first step is recorded (its action was applied), so the next observation or the
+  evaluation finds no server;
 - ``CHAOS_KILL_SERVER=evaluate``: on the first attempt, kill it right before evaluation, so a
   getter cannot reach the desktop;
 - ``CHAOS_KILL_X=agent``: on a case's first attempt, kill the desktop's X server (SIGKILL, from
-  inside the sandbox) when the agent's first step is recorded: the guest server stays up, its
+  the host) when the agent's first step is recorded: the guest server stays up, its
   screenshots fail with HTTP 500;
 - ``CHAOS_WRONG=<task_id,...>``: the reference solution of these tasks is replaced by an
   immediate answer (a genuine scored failure);
@@ -21,9 +22,11 @@
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Callable
 from typing import Any
 
+import psutil
 import pytest
 
 import fixtures.benchmarks.osworld as osworld_case
@@ -32,6 +35,26 @@ from computer_env.osworld import EvaluatorUnsupported
 from polling import wait_for
 
 _done: set[str] = set()
+_pools: list[Any] = []  # the worker's desktop pool, seen when a case's agent starts
+
+
+def _host_kill(ctx: Any, wanted: Callable[[list[str]], bool], what: str) -> None:
+    """SIGKILL, from the host, the processes of the desktop of ``ctx`` whose command line
+    ``wanted`` accepts (an infrastructure failure: the host's doing, not the agent's)."""
+    pool = _pools[-1]
+    spare = getattr(pool, "_spare", None)
+    providers = [p for p in (pool.provider, getattr(spare, "provider", None))
+                 if p is not None and p.handle is not None and p.handle.url == ctx.handle.url]
+    assert providers, f"no provider of the desktop at {ctx.handle.url}"
+    killed = 0
+    for pid in providers[0].pids():
+        try:
+            if wanted(psutil.Process(pid).cmdline()):
+                os.kill(pid, signal.SIGKILL)
+                killed += 1
+        except (psutil.Error, ProcessLookupError):
+            continue
+    assert killed, f"no {what} among the desktop's processes"
 
 
 def _ids(name: str) -> set[str]:
@@ -39,12 +62,9 @@ def _ids(name: str) -> set[str]:
 
 
 def _kill_server(ctx: Any) -> None:
-    """SIGKILL the guest server from inside the desktop and return once it no longer answers
-    (the launch request returns before the kill lands)."""
-    try:
-        ctx.client.launch(["sh", "-c", "pkill -9 -f computer_env.desktop.server"])
-    except Exception:
-        pass  # the request may die with the server: that is the point
+    """SIGKILL the guest server from the host and return once it no longer answers."""
+    _host_kill(ctx, lambda argv: argv[1:3] == ["-m", "computer_env.desktop.server"],
+               "guest server")
     with DesktopClient.from_handle(ctx.handle, retries=0, timeout=2.0) as probe:
         wait_for(lambda: not probe.ping(), "the guest server to stop answering", 30,
                  interval=0.05)
@@ -59,11 +79,8 @@ def _draws(probe: DesktopClient) -> bool:
 
 
 def _kill_x(ctx: Any) -> None:
-    """SIGKILL the X server from inside the desktop and return once screenshots fail."""
-    try:
-        ctx.client.launch(["sh", "-c", "pkill -9 -x Xvfb"])
-    except Exception:
-        pass
+    """SIGKILL the X server from the host and return once screenshots fail."""
+    _host_kill(ctx, lambda argv: bool(argv) and os.path.basename(argv[0]) == "Xvfb", "Xvfb")
     with DesktopClient.from_handle(ctx.handle, retries=0, timeout=5.0) as probe:
         wait_for(lambda: not _draws(probe), "the desktop to stop drawing", 30, interval=0.05)
 
@@ -76,6 +93,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
     def run_agent(task: Any, ctx: Any, ws: Any, case_dir: Any, attempt: Any,
                   on_step: Callable[[Any], None] | None) -> Any:
+        _pools[:] = [ws.worker.pool]
         first = task.id not in _done
         kill: Callable[[Any], None] | None = None
         if (mode == "agent" and first) or task.id in unreachable:
