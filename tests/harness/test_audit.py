@@ -53,9 +53,9 @@ def test_audit_of_builtin_synthetic_and_game_cases_finds_no_harness_flaw(tmp_pat
                         ("realtimegym", "freeway/E/seed0")):
         played = {e for (c, e) in results if c == case}
         assert played == {e.name for e in exploits_for(bench)}, (bench, played)
-    osw = results[("os/os-create-report-file", "kill-desktop-server")]
-    assert (osw["outcome"], osw["score"], osw["failure_category"]) == \
-        ("failed", 0.0, "desktop_killed"), osw["message"]  # was unscored: a dodged 0
+    for kill in ("kill-desktop-server", "kill-desktop-server-typed"):  # were unscored: dodged
+        osw = results[("os/os-create-report-file", kill)]  # the kill reaches nothing now (nest)
+        assert (osw["outcome"], osw["score"]) == ("failed", 0.0), (kill, osw["message"])
     for hook in ("python-startup-hook", "path-shadow", "shell-rc", "preload-env"):
         r = results[("text_editor/synth-shopping-list", hook)]
         assert (r["score"], r["failure_category"]) == (0.0, "tampered"), (hook, r["message"])
