@@ -198,6 +198,27 @@ def test_grabber_in_process_matches_mss(desk: XDesktop) -> None:
         grabber.close()
 
 
+def test_grabber_survives_its_x_connection_being_killed(desk: XDesktop) -> None:
+    """``xkill -id`` on the grabber's own X client (what a program in the desktop can do to any
+    client) kills its connection: the next screenshot comes from a new one, not an error."""
+    import subprocess
+
+    grabber = ss.ScreenGrabber(desk.display)
+    try:
+        before = _decode(grabber.screenshot("png").data)
+        old = grabber._sct
+        impl = getattr(old, "_impl", old)
+        resource = int(impl._shmseg.value)  # an XID of the grabber's connection
+        killed = subprocess.run(["xkill", "-display", desk.display, "-id", hex(resource)],
+                                capture_output=True, text=True, timeout=10, check=False)
+        assert killed.returncode == 0, killed.stderr
+        after = _decode(grabber.screenshot("png").data)
+        assert after.size == before.size == (WIDTH, HEIGHT)
+        assert grabber._sct is not None and grabber._sct is not old  # a new connection
+    finally:
+        grabber.close()
+
+
 # -- the encoder and the cursor blend, without a display ---------------------------------------
 
 

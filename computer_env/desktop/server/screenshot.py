@@ -1,16 +1,14 @@
 """Screen grabs through XShm (``mss``) with the cursor drawn in, encoded as PNG, JPEG or WebP.
 
-The hot path, per request: one XShm grab (raw BGRX, ~1.3 ms at 1920x1080), the cursor read
-through XFixes and pasted into its own small region only, one C-level BGRX->RGB unpack by
-Pillow, then the encoder. PNG is written here rather than by Pillow: Pillow's PNG encoder runs
-its adaptive per-row filter selection (all five PNG filters on every row), which costs about
-three times as much as the deflate itself at level 1. This writer uses filter type 0 ("None")
-on every row, which is lossless like any PNG and compresses screen content about as well, and
-deflates with ISA-L (``isal``) when it is installed, else with the standard library's zlib.
-With cores idle at that moment, JPEG and PNG are encoded in bands on threads (:mod:`.bands`).
-With numpy, the cursor is blended into the grab's own BGRX bytes, a PNG's rows come straight
-from them band by band, and JPEG is encoded from them by libjpeg-turbo (``simplejpeg``), with no
-RGB image at all (:mod:`.pngrows`); without numpy, through a Pillow RGB image as before.
+Per request: one XShm grab (BGRX), the cursor read through XFixes and blended into its own
+small region only, then the encoder. With numpy the grab's bytes are encoded directly: a PNG's
+rows come from them band by band, JPEG by libjpeg-turbo (``simplejpeg``) from BGRX
+(:mod:`.pngrows`); without, through a Pillow RGB image. PNG is written here, not by Pillow,
+whose adaptive per-row filter choice costs about three times the deflate: filter type 0
+("None") on every row, lossless and about as small on screen content, deflated by ISA-L
+(``isal``) when installed, else zlib. With cores idle at that moment both are encoded in bands
+on threads (:mod:`.bands`). A lost X connection (``xkill -id`` from inside the desktop) is
+replaced on the next grab.
 """
 
 from __future__ import annotations
@@ -216,8 +214,14 @@ class ScreenGrabber:
     def _grab_raw(self) -> tuple[Any, tuple[Image.Image, tuple[int, int]] | None]:
         """The mss grab (BGRX) and the cursor (RGBA image, its top-left on the screen)."""
         with self._lock:
-            sct = self._grabber()
-            shot = sct.grab(sct.monitors[0])
+            try:
+                sct = self._grabber()
+                shot = sct.grab(sct.monitors[0])
+            except Exception:  # noqa: BLE001 - a lost X connection: once more on a new one
+                logger.warning("screen grab failed; reconnecting to the display", exc_info=True)
+                self._drop_grabber()
+                sct = self._grabber()
+                shot = sct.grab(sct.monitors[0])
             cursor = self._cursor()
         if cursor is None or cursor.size[0] <= 0 or cursor.size[1] <= 0:
             return shot, None
@@ -277,15 +281,20 @@ class ScreenGrabber:
             monitor = self._grabber().monitors[0]
         return int(monitor["width"]), int(monitor["height"])
 
+    def _drop_grabber(self) -> None:
+        """Forget the X connection (closed if it can be): the next grab opens a new one (the
+        old one may have been killed, e.g. by ``xkill -id`` from inside the desktop)."""
+        if self._sct is not None:
+            try:
+                self._sct.close()
+            except Exception:  # noqa: BLE001
+                logger.debug("closing the grabber failed", exc_info=True)
+        self._sct = None
+        self._cursor_fn = None
+
     def close(self) -> None:
         with self._lock:
             pool, self._pool = self._pool, None
-            if self._sct is not None:
-                try:
-                    self._sct.close()
-                except Exception:  # noqa: BLE001
-                    logger.debug("closing the grabber failed", exc_info=True)
-                self._sct = None
-                self._cursor_fn = None
+            self._drop_grabber()
         if pool is not None:
             pool.shutdown(wait=False, cancel_futures=True)
