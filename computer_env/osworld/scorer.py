@@ -23,7 +23,8 @@ fills; not ``RLIMIT_AS``, which also counts address space only reserved, e.g. th
 :attr:`Scorer.memory_cap_mib`: :data:`MEMORY_CAP_MIB`, at most :data:`HOST_SHARE` of the host's
 memory (at least :data:`MIN_CAP_MIB`); ``$HOLO_SCORER_MEMORY_MIB`` (MiB; 0: no cap) or the
 constructor's ``memory_cap_mib`` override it. Measured on the built-in tasks and OSWorld's real
-offline ones, the process peaks at 220 MiB resident, 420 MiB ``VmData``. A job that overruns the
+offline ones, the process peaks at 330 MiB resident (``VmHWM``), 430 MiB ``VmData``, 1.3 GiB
+``VmPeak``. A job that overruns the
 cap (:mod:`.scorer_child`) is answered, then the process is replaced (its heap is spent): an
 *evaluation* raises :class:`~computer_env.errors.EvaluatorOutOfMemory` (the result the agent left
 is a bomb: scored 0 once it acted); any other job (setup, support check) raises
@@ -64,7 +65,7 @@ RSS_LIMIT_MIB = 1500.0
 """A scoring process this large after a job is replaced."""
 MEMORY_CAP_ENV = "HOLO_SCORER_MEMORY_MIB"
 MEMORY_CAP_MIB = 4096
-"""The scoring process's memory cap (``RLIMIT_DATA``): ten times its measured peak ``VmData``."""
+"""The scoring process's memory cap (``RLIMIT_DATA``): 9.5 times its measured peak ``VmData``."""
 HOST_SHARE = 0.25
 """At most this share of the host's memory per scoring process (one per worker)."""
 MIN_CAP_MIB = 1024
