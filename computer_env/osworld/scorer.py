@@ -206,11 +206,12 @@ class Scorer:
         return EvalResult.model_validate(data)
 
     def ensure_supported(self, task: Task, ctx: TaskContext | None = None) -> None:
-        """:func:`computer_env.osworld.evaluate.ensure_supported` in the scoring process."""
-        if ctx is None:
-            raise ValueError("ensure_supported in the scoring process needs the task context")
-        self.call("computer_env.osworld.scorer_child:supported_job", f"the support check of {task.case_id}", task,
-                  ContextSpec.of(ctx))
+        """:func:`computer_env.osworld.evaluate.ensure_supported` in the scoring process
+        (without ``ctx``: what needs no desktop, which imports the task's getters and metrics
+        there; a caller may run it while the desktop is being reset)."""
+        self.call("computer_env.osworld.scorer_child:supported_job",
+                  f"the support check of {task.case_id}", task,
+                  ContextSpec.of(ctx) if ctx is not None else None)
 
     def run_setup(self, steps: Sequence[SetupStep | dict[str, Any]], ctx: TaskContext, *,
                   phase: str = "config", strict: bool | None = None) -> SetupReport:
@@ -259,9 +260,10 @@ def evaluate(task: Task, ctx: TaskContext) -> EvalResult:
     return scorer().evaluate(task, ctx)
 
 
-def ensure_supported(task: Task, ctx: TaskContext) -> None:
+def ensure_supported(task: Task, ctx: TaskContext | None = None) -> None:
     """Raise ``Unsupported`` now if the task cannot be set up or scored here (checked in the
-    scoring process, which imports the task's getters and metrics)."""
+    scoring process, which imports the task's getters and metrics; without ``ctx``, only what
+    needs no desktop)."""
     scorer().ensure_supported(task, ctx)
 
 

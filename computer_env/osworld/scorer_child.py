@@ -209,10 +209,10 @@ def evaluate_job(task: Task, spec: ContextSpec) -> dict[str, Any]:
     return result.model_dump(mode="json")
 
 
-def supported_job(task: Task, spec: ContextSpec) -> None:
+def supported_job(task: Task, spec: ContextSpec | None) -> None:
     from computer_env.osworld.evaluate import ensure_supported as supported_here
 
-    supported_here(task, _context(spec, gateway=False))
+    supported_here(task, _context(spec, gateway=False) if spec is not None else None)
 
 
 def setup_job(steps: list[Any], spec: ContextSpec, phase: str, strict: bool | None

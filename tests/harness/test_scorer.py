@@ -241,3 +241,15 @@ def test_a_suite_worker_plays_a_spreadsheet_task_without_osworlds_code(tmp_path:
     assert result["outcome"] == "passed" and result["score"] == 1.0
     worker = json.loads((probe / "gw0.json").read_text())
     assert worker["heavy"] == [], worker
+
+
+def test_support_check_without_a_desktop_runs_in_the_scoring_process(scorer: Scorer) -> None:
+    """The desktop-free part of the support check (what a case runs while its desktop resets):
+    an unknown metric is refused there, with its type, and a known one imports its module there,
+    never in the worker."""
+    with pytest.raises(EvaluatorUnsupported, match="no_such_metric"):
+        scorer.ensure_supported(task({"func": "no_such_metric", "result": cache("out.txt"),
+                                      "expected": cache("gold.txt")}))
+    scorer.ensure_supported(task(TEXT_EQ))  # compare_text_file: known, nothing raised
+    assert scorer.pid is not None
+    assert "desktop_env.evaluators.metrics.vscode" not in sys.modules
