@@ -85,6 +85,23 @@ def test_a_kill_typed_into_a_terminal_opened_with_ctrl_alt_t_leaves_the_server_r
     _serves(desktop)
 
 
+def test_the_action_interpreter_killed_from_inside_is_the_actions_error_not_the_desktops(
+        desktop: LocalSandboxProvider) -> None:
+    """The fast action path's interpreter runs in the nest, where the agent can kill it (a kill
+    typed into a terminal matches its command line too): the block it dies in answers an error
+    result, as a killed command does, and the next block starts a new interpreter; before, the
+    request failed (HTTP 500), the desktop's failure: unscored."""
+    handle = desktop.reset()
+    with DesktopClient.from_handle(handle, retries=0) as client:
+        assert client.run_pyautogui("print('first')").output.strip() == "first"
+        res = client.run_pyautogui("import os, signal; os.kill(os.getpid(), signal.SIGKILL)")
+        assert res.status == "error" and "exited with code -9" in res.error, res
+        assert client.run_pyautogui("print('again')").output.strip() == "again"
+        guest_sh(handle, "pkill -9 -f desktop.server.action_worker")  # killed between blocks
+        assert client.run_pyautogui("print('third')").output.strip() == "third"
+    _serves(desktop)
+
+
 def test_exit_status_signals_and_missing_programs_as_before(
         desktop: LocalSandboxProvider) -> None:
     handle = desktop.handle

@@ -81,22 +81,34 @@ class ActionInterpreter:
             except WorkerError:
                 logger.exception("could not pre-start the action interpreter")
 
-    def run(self, code: str, *, timeout: float = 120.0) -> dict[str, Any]:
-        """Run one block; a timeout kills the interpreter (restarted on the next call)."""
-        with self._lock:
+    def _send(self, code: str) -> None:
+        """Hand ``code`` to a running interpreter: one that died since its last block (killed
+        from inside the desktop) is started again once; WorkerError when that fails too."""
+        for attempt in (1, 2):
             self._ensure_started()
             assert self._proc is not None and self._proc.stdin is not None
             try:
                 self._proc.stdin.write(json.dumps({"code": code}).encode() + b"\n")
                 self._proc.stdin.flush()
+                return
             except BrokenPipeError:
                 self._kill()
-                raise WorkerError("the action interpreter is gone") from None
+                if attempt == 2:
+                    raise WorkerError("the action interpreter is gone") from None
+
+    def run(self, code: str, *, timeout: float = 120.0) -> dict[str, Any]:
+        """Run one block; a timeout kills the interpreter (restarted on the next call), and so
+        does the code's own end of it: an interpreter that dies while running a block (the code,
+        or a program it or the agent started, killed it: it runs where the agent can reach it)
+        is that block's error result, not the desktop's failure."""
+        with self._lock:
+            self._send(code)
             try:
                 line = self._read_line(time.monotonic() + timeout)
-            except WorkerError:
+            except WorkerError as exc:
                 self._kill()
-                raise
+                return {"status": "error", "output": "", "returncode": -1,
+                        "error": f"{exc} while running this code; it starts again for the next"}
             if line is None:
                 self._kill()
                 return {
