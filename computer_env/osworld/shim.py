@@ -135,8 +135,26 @@ def check_cdp(env: EvalEnv, getter: Any) -> None:
         raise EvaluatorCrash(f"Chrome is stopped (SIGSTOP) in the desktop: its DevTools port "
                              f"does not answer at {url}")
     if states:
+        if _setup_forwards(env.task) and not any(_is_forward(args) for _, args in procs):
+            raise EvaluatorCrash(f"the task's DevTools forward (socat, started by its setup, "
+                                 f"whose DevTools answered before the agent's turn) is gone "
+                                 f"from the desktop: nothing answers at {url}")
         raise EvaluatorInfraError("Chrome runs in the desktop but its DevTools port does not "
                                   f"answer at {url} (the task's socat forward is missing?)")
+
+
+def _is_forward(args: str) -> bool:
+    return args.split(None, 1)[0].rsplit("/", 1)[-1] == "socat" if args.strip() else False
+
+
+def _setup_forwards(task: Any) -> bool:
+    """Does the task's own setup launch a socat forward (OSWorld's Chrome tasks forward 9222 to
+    Chrome's DevTools port)? Then one missing at evaluation was killed during the agent's turn
+    (the readiness wait checked the DevTools port through it before the agent's first action)."""
+    return any(step.type in ("launch", "execute", "command")
+               and _is_forward(" ".join(map(str, c)) if isinstance(c := step.parameters.get(
+                   "command", ""), list) else str(c))
+               for step in getattr(task, "config", []))
 
 
 class EvalEnv:

@@ -33,3 +33,20 @@ def test_chrome_stopped_by_the_agent_is_its_zero_not_unscored(tmp_path: Path) ->
     assert "Chrome is stopped" in r["message"]
     assert audit.results()[(CASE, "do-nothing")]["score"] == 0.0
     assert audit.run.rc == 0, out[-3000:]
+
+
+def test_chrome_forward_killed_by_a_typed_kill_is_the_agents_zero(tmp_path: Path) -> None:
+    """``kill -9 -1`` typed into a terminal ends the task's socat forward to Chrome's DevTools
+    (started by the task's setup, checked by the readiness wait before the agent's turn): the
+    DevTools getter then finds nothing; that is what the agent left, a scored 0, not the
+    environment's failure (it was unscored: found by ``--audit``)."""
+    case = "chrome/chrome-help-in-new-tab"  # where the audit found it (3 attempts of 3)
+    audit = audit_run(tmp_path, ["kill-desktop-server-typed"],
+                      tasks={"chrome": [case.split("/", 1)[1]]})
+    out = audit.run.output
+    assert audit.harness_flaws() == [], (audit.harness_flaws(), out[-4000:])
+    r = audit.results()[(case, "kill-desktop-server-typed")]
+    assert (r["outcome"], r["score"], r["failure_category"]) == \
+        ("failed", 0.0, "evaluator_crash"), r["message"]
+    assert "DevTools forward (socat" in r["message"]
+    assert audit.run.rc == 0, out[-3000:]
