@@ -66,6 +66,12 @@ class EvaluatorOutOfMemory(EvaluatorCrash):
     :class:`EvaluatorCrash`, the agent's 0 once it acted, never unscored."""
 
 
+class EvaluatorTimedOut(EvaluatorCrash):
+    """The evaluator computed past its time limit on the state the agent left, busy on the CPU
+    the whole time (not waiting for the desktop): e.g. a pure-Python parser walking a result
+    file inflated to gigabytes. The agent's 0 once it acted, never unscored."""
+
+
 class ModelEndpointError(InfraError):
     """The model endpoint is unreachable or keeps failing (5xx, 429, timeouts).
 

@@ -10,12 +10,12 @@ through a gateway of the scoring process's own, closed after each job. Exception
 their type, message, attributes and chain; log records are logged again in the worker.
 :func:`explain_files` (the replay's cell-level differences) runs there too.
 
-The process is started on first use ('spawn': nothing of the worker's threads or memory is
-inherited; a script that scores this way needs the ``if __name__ == "__main__":`` guard, as
-'spawn' runs the script's module again, not as ``__main__``) and started again after :data:`TASKS_PER_PROCESS` jobs or when it has grown past
-:data:`RSS_LIMIT_MIB`. If it dies (a crash, killed by the kernel's OOM killer or by hand)
+The process is started on first use ('spawn': nothing of the worker is inherited; a script
+scoring this way needs the ``if __name__ == "__main__":`` guard) and again after
+:data:`TASKS_PER_PROCESS` jobs or past :data:`RSS_LIMIT_MIB`. If it dies (a crash, killed by the kernel's OOM killer or by hand)
 or a job outruns ``timeout``, the job raises :class:`ScorerFailed`, an environment failure
-(rerun, then unscored), and the next job gets a fresh process.
+(rerun, then unscored), and the next job gets a fresh process; but an evaluation that outran it
+busy on the CPU raises :class:`~computer_env.errors.EvaluatorTimedOut` (the agent's 0).
 
 Memory cap: the process caps its own private writable memory (``RLIMIT_DATA``: the heap a reader
 fills; not ``RLIMIT_AS``, which also counts address space only reserved, e.g. the ~600 MiB
@@ -24,8 +24,7 @@ fills; not ``RLIMIT_AS``, which also counts address space only reserved, e.g. th
 memory (at least :data:`MIN_CAP_MIB`); ``$HOLO_SCORER_MEMORY_MIB`` (MiB; 0: no cap) or the
 constructor's ``memory_cap_mib`` override it. Measured on the built-in tasks and OSWorld's real
 offline ones, the process peaks at 330 MiB resident (``VmHWM``), 430 MiB ``VmData``, 1.3 GiB
-``VmPeak``. A job that overruns the
-cap (:mod:`.scorer_child`) is answered, then the process is replaced (its heap is spent): an
+``VmPeak``. A job that overruns the cap (:mod:`.scorer_child`) is answered, then the process is replaced (its heap is spent): an
 *evaluation* raises :class:`~computer_env.errors.EvaluatorOutOfMemory` (the result the agent left
 is a bomb: scored 0 once it acted); any other job (setup, support check) raises
 :class:`ScorerFailed` (the environment's, unscored).
@@ -39,22 +38,31 @@ import multiprocessing.connection
 import os
 import signal
 import threading
+import time
 from collections.abc import Sequence
 from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import Any
 
-from computer_env.errors import ConfigurationError, EvaluatorInfraError, EvaluatorOutOfMemory
+from computer_env.errors import (
+    ConfigurationError, EvaluatorInfraError, EvaluatorOutOfMemory, EvaluatorTimedOut,
+)
 from computer_env.osworld.context import TaskContext
 from computer_env.osworld.evaluate import EvalResult
 from computer_env.osworld.scorer_child import serve
-from computer_env.osworld.scorer_wire import ContextSpec, RemoteError, rebuild, replay_logs
+from computer_env.osworld.scorer_wire import (
+    ContextSpec, RemoteError, cpu_seconds, rebuild, replay_logs,
+)
 from computer_env.osworld.setup import SetupReport
 from computer_env.osworld.tasks import SetupStep, Task
 
 log = logging.getLogger(__name__)
 
 TIMEOUT_S = 1200.0
+CPU_BOUND_SHARE = 0.5
+"""An evaluation past its time limit that kept the scoring process on the CPU this share of
+the time computed on what the agent left (:class:`EvaluatorTimedOut`, its 0); one that
+mostly waited (on the desktop, the network) is the environment's (:class:`ScorerFailed`)."""
 """The longest one evaluation may take (OSWorld's postconfig may sleep and download)."""
 SETUP_TIMEOUT_S = 4000.0
 """The longest one setup may take (its steps have deadlines of their own; OSWorld's
@@ -159,7 +167,7 @@ class Scorer:
             self._stop()
 
     def call(self, target: str, what: str, *args: Any, timeout: float | None = None,
-             **kwargs: Any) -> Any:
+             reads_agent_state: bool = False, **kwargs: Any) -> Any:
         """``target(*args, **kwargs)`` (``"module:function"``; arguments and value plain data or
         the project's own types) in the scoring process, for ``what`` (named in errors), within
         ``timeout`` seconds (default: the scorer's): its value, or its exception raised here."""
@@ -168,8 +176,14 @@ class Scorer:
             process, conn = (self._process, self._conn) if self._process is not None \
                 and self._conn is not None and self._process.is_alive() else self._start()
             try:
+                cpu0, t0 = cpu_seconds(process.pid or 0), time.monotonic()
                 conn.send((target, logging.getLogger().getEffectiveLevel(), args, kwargs))
                 if not multiprocessing.connection.wait([conn, process.sentinel], timeout):
+                    busy = cpu_seconds(process.pid or 0) - cpu0
+                    if reads_agent_state and busy >= CPU_BOUND_SHARE * (time.monotonic() - t0):
+                        raise EvaluatorTimedOut(
+                            f"{what} computed for {timeout:g} s on the state the agent left "
+                            f"({busy:.0f} s of CPU: not waiting for the desktop) and was stopped")
                     raise ScorerFailed(f"{what} did not finish within {timeout:g} s (the "
                                        f"scoring process, pid {process.pid}, was stopped)")
                 try:
@@ -201,8 +215,9 @@ class Scorer:
         """:func:`computer_env.osworld.evaluate.evaluate` in the scoring process."""
         if ctx.task_id is None:
             ctx.task_id = task.id
-        data = self.call("computer_env.osworld.scorer_child:evaluate_job", f"the evaluation of {task.case_id}", task,
-                         ContextSpec.of(ctx))
+        data = self.call("computer_env.osworld.scorer_child:evaluate_job",
+                         f"the evaluation of {task.case_id}", task, ContextSpec.of(ctx),
+                         reads_agent_state=True)
         return EvalResult.model_validate(data)
 
     def ensure_supported(self, task: Task, ctx: TaskContext | None = None) -> None:

@@ -9,6 +9,8 @@ class of the same name and module, derived from the nearest base class the worke
 
 from __future__ import annotations
 
+import os
+
 import builtins
 import importlib
 import logging
@@ -223,3 +225,13 @@ def replay_logs(records: list[dict[str, Any]]) -> None:
 
 __all__ = ["ContextSpec", "ExcRecord", "LogCapture", "RemoteError", "describe", "rebuild",
            "replay_logs"]
+
+
+def cpu_seconds(pid: int) -> float:
+    """CPU time (user + system) process ``pid`` has used so far; 0 where it cannot be read."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+            fields = f.read().rpartition(")")[2].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return 0.0

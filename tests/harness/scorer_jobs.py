@@ -72,3 +72,15 @@ def modules(*names: str) -> list[str]:
     import sys
 
     return [n for n in names if n in sys.modules]
+
+
+def spin(seconds: float) -> None:
+    """Busy on the CPU (a parser walking a huge file)."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        pass
+
+
+def wait(seconds: float) -> None:
+    """Idle (waiting for something outside, e.g. the desktop)."""
+    time.sleep(seconds)

@@ -247,9 +247,32 @@ def test_support_check_without_a_desktop_runs_in_the_scoring_process(scorer: Sco
     """The desktop-free part of the support check (what a case runs while its desktop resets):
     an unknown metric is refused there, with its type, and a known one imports its module there,
     never in the worker."""
-    with pytest.raises(EvaluatorUnsupported, match="no_such_metric"):
+    with pytest.raises(EvaluatorUnsupported, match="no_such_metric") as info:
         scorer.ensure_supported(task({"func": "no_such_metric", "result": cache("out.txt"),
                                       "expected": cache("gold.txt")}))
+    assert any("scoring process" in note for note in info.value.__notes__)  # raised there
     scorer.ensure_supported(task(TEXT_EQ))  # compare_text_file: known, nothing raised
     assert scorer.pid is not None
-    assert "desktop_env.evaluators.metrics.vscode" not in sys.modules
+
+
+def test_an_evaluation_computing_past_its_limit_is_the_agents_a_waiting_one_the_environments(
+        ) -> None:
+    """A job that reads what the agent left and keeps the scoring process on the CPU past its
+    limit (a pure-Python parser on a result inflated to gigabytes: found by ``--audit``'s
+    ``result-bomb``, which made it unscored) is an EvaluatorTimedOut, an evaluator crash the
+    harness scores 0; the same job waiting (on the desktop) past the limit is the
+    environment's; a job that does not read the agent's state is the environment's too."""
+    from computer_env.errors import EvaluatorTimedOut
+
+    scorer = Scorer(timeout=2)
+    try:
+        scorer.call(_job("wait"), "warm-up", 0.0)  # the process is up (imports done)
+        with pytest.raises(EvaluatorTimedOut, match="computed for 2 s"):
+            scorer.call(_job("spin"), "the evaluation", 30.0, reads_agent_state=True)
+        with pytest.raises(ScorerFailed, match="did not finish within 2 s"):
+            scorer.call(_job("wait"), "the evaluation", 30.0, reads_agent_state=True)
+        with pytest.raises(ScorerFailed, match="did not finish within 2 s"):
+            scorer.call(_job("spin"), "the setup", 30.0)
+        assert scorer.call(_job("wait"), "after", 0.0) is None  # a fresh process answers
+    finally:
+        scorer.close()
