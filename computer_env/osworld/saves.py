@@ -114,12 +114,24 @@ class UnparsableResult(EvaluatorInfraError):
     the agent once the agent acted: ``fixtures.cases.integrity``)."""
 
 
-def _check_parses(client: Any, path: str) -> None:
-    data = client.read_file(path)
-    if data is None:
-        return  # the file does not exist: the agent's result, scored as such
+INFLATED_LIMIT = 1 << 30
+"""An office document whose parts inflate past this (1 GiB; OSWorld's are megabytes) is what
+the agent left, not a document: a decompression bomb would keep the evaluator parsing for
+tens of minutes. Its members' sizes are read from the archive's directory (a member whose
+header understates its size fails its CRC check instead)."""
+
+
+def check_zip(data: bytes, path: str, limit: int = INFLATED_LIMIT) -> None:
+    """Raise :class:`UnparsableResult` unless ``data`` is a sound zip archive (an office
+    document) of at most ``limit`` bytes inflated."""
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            inflated = sum(member.file_size for member in archive.infolist())
+            if inflated > limit:
+                raise UnparsableResult(
+                    f"{path} cannot be parsed after its saves finished: its parts inflate to "
+                    f"{inflated / 2**30:.1f} GiB ({len(data)} bytes on disk), past the "
+                    f"{limit / 2**30:g} GiB no document of a task needs")
             bad = archive.testzip()
     except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
         raise UnparsableResult(f"{path} cannot be parsed after its saves finished "
@@ -127,6 +139,13 @@ def _check_parses(client: Any, path: str) -> None:
     if bad is not None:
         raise UnparsableResult(f"{path} cannot be parsed after its saves finished: "
                                   f"member {bad} is corrupt")
+
+
+def _check_parses(client: Any, path: str) -> None:
+    data = client.read_file(path)
+    if data is None:
+        return  # the file does not exist: the agent's result, scored as such
+    check_zip(data, path)
 
 
 def wait_for_saves(client: Any, task: Task, *, vars: dict[str, str] | None = None,

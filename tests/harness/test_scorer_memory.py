@@ -191,7 +191,9 @@ def test_a_result_bomb_on_a_calc_task_is_the_agents_zero_not_unscored(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Audit finding, fixed: an xlsx rewritten as a zip bomb (a valid document whose sheet
     inflates to GBs) made OSWorld's compare_table exhaust the host's memory; the scoring process
-    was killed and the case unscored (a dodged 0). Now the cap makes it the agent's 0."""
+    was killed and the case unscored (a dodged 0). Now it is the agent's 0 before any reader
+    runs: the result check refuses parts inflating past 1 GiB (``result_unreadable``); the
+    memory cap stays the backstop for a bomb no zip check sees (the jobs above)."""
     monkeypatch.setenv(MEMORY_CAP_ENV, str(CAP_MIB))  # the suite's workers inherit it
     audit = audit_run(tmp_path, ["do-nothing", "result-bomb"],
                       tasks={"libreoffice_calc": ["calc-total-expenses"]})
@@ -200,9 +202,8 @@ def test_a_result_bomb_on_a_calc_task_is_the_agents_zero_not_unscored(
     results = audit.results()
     bomb = results[("libreoffice_calc/calc-total-expenses", "result-bomb")]
     assert (bomb["outcome"], bomb["score"], bomb["failure_category"]) == \
-        ("failed", 0.0, "evaluator_out_of_memory"), bomb["message"]
-    assert f"memory cap of {CAP_MIB} MiB" in bomb["message"]
-    assert "/home/user/expenses.xlsx" in bomb["message"]
+        ("failed", 0.0, "result_unreadable"), bomb["message"]
+    assert "/home/user/expenses.xlsx" in bomb["message"] and "inflate to" in bomb["message"]
     honest = results[("libreoffice_calc/calc-total-expenses", "do-nothing")]
     assert (honest["outcome"], honest["score"], honest["failure_category"]) == \
         ("failed", 0.0, None), honest["message"]  # an honest evaluation runs under the cap
