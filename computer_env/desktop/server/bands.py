@@ -26,6 +26,8 @@ from typing import Any
 
 from PIL import Image
 
+from computer_env.desktop.providers.limits import host_cpus
+
 _JPEG_BAND_ROWS = 128  # a multiple of 8 MCU rows of 16 pixels (4:2:0)
 _RST7 = b"\xff\xd7"
 _EOI = b"\xff\xd9"
@@ -33,13 +35,6 @@ MAX_BANDS = max(1, min(4, os.cpu_count() or 1))
 """Bands (and threads) per image; one band: no threads at all."""
 
 _POOL: ThreadPoolExecutor | None = None
-
-
-def _cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
 
 
 def runnable_others() -> int:
@@ -61,7 +56,7 @@ def bands_now() -> int:
     ``MAX_BANDS``; on a saturated host threads only add switching."""
     if MAX_BANDS == 1:
         return 1
-    return max(1, min(MAX_BANDS, _cores() - runnable_others()))
+    return max(1, min(MAX_BANDS, host_cpus() - runnable_others()))
 
 
 def _pool() -> ThreadPoolExecutor:
