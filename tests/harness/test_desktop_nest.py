@@ -98,6 +98,8 @@ def test_the_action_interpreter_killed_from_inside_is_the_actions_error_not_the_
         assert res.status == "error" and "exited with code -9" in res.error, res
         assert client.run_pyautogui("print('again')").output.strip() == "again"
         guest_sh(handle, "pkill -9 -f desktop.server.action_worker")  # killed between blocks
+        # the next block at once: dead before it took the block, the interpreter is replaced
+        # and the block runs (it acknowledges each block it takes before running it)
         assert client.run_pyautogui("print('third')").output.strip() == "third"
     _serves(desktop)
 

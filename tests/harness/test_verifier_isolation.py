@@ -109,16 +109,18 @@ def test_verifier_failures_are_reported_by_kind() -> None:
                                "k.startswith('PYTHON') for k in os.environ) and "
                                "sys.flags.isolated)\n", timeout_s=30)
             assert env.score == 1.0, env
-            # the runner and the server are out of reach of the desktop's user
+            # the runner and the server are out of the desktop user's sight: they run outside
+            # the nest (computer_env/desktop/server/nest.py), where no pid of theirs exists
             probe = guest_sh(provider.handle, "for p in $(pgrep -f '^[^ ]*python[^ ]* -I -c') "
                              "$(pgrep -f -- '-m computer_env[.]desktop[.]server --host'); do "
                              "ls /proc/$p/fd >/dev/null 2>&1 && echo OPEN $p || echo SHUT $p; "
-                             "done")
+                             "done; echo probed")
             out = probe["output"]
-            assert out.count("SHUT") == 2 and "OPEN" not in out, probe
-            # the runner killed by the agent: no verifier can run any more (never restarted)
+            assert out.strip() == "probed", probe
+            # a kill from inside reaches no runner: verifiers still run (before the nest the
+            # agent could kill it, and no verifier ran any more: "gone")
             guest_sh(provider.handle, "pkill -KILL -f 'import ctypes, json, os, select' ; true")
-            gone = run_verifier(client, VERIFY_FALSE, timeout_s=30)
-            assert gone.kind == "gone", gone
+            still = run_verifier(client, VERIFY_FALSE, timeout_s=30)
+            assert still.ok and still.score == 0.0, still
         finally:
             client.close()

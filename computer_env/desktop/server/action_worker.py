@@ -1,7 +1,8 @@
 """The persistent pyautogui interpreter: a child process that runs code blocks on request.
 
 Protocol (one JSON object a line): the parent writes ``{"code": "..."}`` on stdin; the worker
-answers ``{"status", "output", "error", "returncode"}`` on its original stdout. ``pyautogui`` is
+answers ``{"started": true}`` when it has taken the block, then ``{"status", "output", "error",
+"returncode"}`` on its original stdout. ``pyautogui`` is
 imported once; every block gets a fresh namespace in which OSWorld's prefix ran
 (``PYAUTOGUI_PREFIX``: ``pyautogui`` and ``time`` imported, ``FAILSAFE = False``), and
 ``pyautogui.PAUSE = 0`` is restored before each block.
@@ -77,6 +78,8 @@ def main() -> None:
         if not line.strip():
             continue
         request = json.loads(line)
+        channel.write(json.dumps({"started": True}) + "\n")  # the block is taken: see actions.py
+        channel.flush()
         result = _run_block(request["code"], pyautogui)
         dpy = _confirm(pyautogui, dpy)
         channel.write(json.dumps(result) + "\n")

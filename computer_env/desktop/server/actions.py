@@ -81,28 +81,32 @@ class ActionInterpreter:
             except WorkerError:
                 logger.exception("could not pre-start the action interpreter")
 
-    def _send(self, code: str) -> None:
-        """Hand ``code`` to a running interpreter: one that died since its last block (killed
-        from inside the desktop) is started again once; WorkerError when that fails too."""
-        for attempt in (1, 2):
-            self._ensure_started()
-            assert self._proc is not None and self._proc.stdin is not None
-            try:
-                self._proc.stdin.write(json.dumps({"code": code}).encode() + b"\n")
-                self._proc.stdin.flush()
-                return
-            except BrokenPipeError:
-                self._kill()
-                if attempt == 2:
-                    raise WorkerError("the action interpreter is gone") from None
+    def _send(self, code: str) -> bool:
+        """Hand ``code`` to the interpreter; False when it was gone before it took the block
+        (killed from inside the desktop since its last block: a new one is started)."""
+        self._ensure_started()
+        assert self._proc is not None and self._proc.stdin is not None
+        try:
+            self._proc.stdin.write(json.dumps({"code": code}).encode() + b"\n")
+            self._proc.stdin.flush()
+            ack = self._read_line(time.monotonic() + self._start_timeout)
+        except (BrokenPipeError, WorkerError):
+            self._kill()
+            return False
+        if ack is None or not json.loads(ack).get("started"):
+            self._kill()
+            raise WorkerError("the action interpreter did not take the code block")
+        return True
 
     def run(self, code: str, *, timeout: float = 120.0) -> dict[str, Any]:
         """Run one block; a timeout kills the interpreter (restarted on the next call), and so
         does the code's own end of it: an interpreter that dies while running a block (the code,
         or a program it or the agent started, killed it: it runs where the agent can reach it)
-        is that block's error result, not the desktop's failure."""
+        is that block's error result, not the desktop's failure. One that was gone before it
+        took the block (its ``started`` line) is replaced and the block handed to the new one."""
         with self._lock:
-            self._send(code)
+            if not self._send(code) and not self._send(code):
+                raise WorkerError("the action interpreter is gone and did not start again")
             try:
                 line = self._read_line(time.monotonic() + timeout)
             except WorkerError as exc:
