@@ -11,7 +11,7 @@ import pytest
 from PIL import Image
 
 from computer_env.desktop.server import screenshot as ss
-from computer_env.desktop.server.pngrows import RowBuffer
+from computer_env.desktop.server.pngrows import RowBuffer, blend_cursor
 
 pytest.importorskip("numpy")
 
@@ -35,6 +35,15 @@ def _cursor(seed: int) -> Image.Image:
     return cursor
 
 
+def _filtered_rows(buffer: RowBuffer, raw: bytearray, size: tuple[int, int],
+                   cursor: tuple[Image.Image, tuple[int, int]] | None) -> memoryview | None:
+    """What the server does for a PNG: the cursor into the grab, then every row made."""
+    blend_cursor(raw, size, cursor)
+    rows = buffer.bind(raw, size)
+    buffer.fill(0, size[1])
+    return rows
+
+
 def _generic(raw: bytearray, size: tuple[int, int], cursor: Image.Image | None,
              pos: tuple[int, int]) -> Image.Image:
     image = Image.frombuffer("RGB", size, bytes(raw), "raw", "BGRX", 0, 1).copy()
@@ -50,7 +59,7 @@ def test_rows_match_the_generic_path_cursor_included(size: tuple[int, int],
     raw, cursor = _bgrx(size, 1), _cursor(2)
     expected = _generic(raw, size, cursor, pos)  # before: the cursor is blended into ``raw``
     buffer = RowBuffer()
-    rows = buffer.filtered_rows(raw, size, (cursor, pos))
+    rows = _filtered_rows(buffer, raw, size, (cursor, pos))
     assert rows is not None
     stride = 3 * size[0]
     data = expected.tobytes()
@@ -63,9 +72,9 @@ def test_rows_match_the_generic_path_cursor_included(size: tuple[int, int],
 def test_buffer_is_reused_and_nothing_of_the_last_grab_stays() -> None:
     size = (200, 50)
     buffer = RowBuffer()
-    first = bytes(buffer.filtered_rows(_bgrx(size, 3), size, (_cursor(4), (10, 10))) or b"")
+    first = bytes(_filtered_rows(buffer, _bgrx(size, 3), size, (_cursor(4), (10, 10))) or b"")
     raw = _bgrx(size, 5)
-    second = buffer.filtered_rows(raw, size, None)
+    second = _filtered_rows(buffer, raw, size, None)
     assert second is not None and bytes(second) != first
     with Image.open(io.BytesIO(ss.encode_png_rows(second, size))) as decoded:
         assert decoded.tobytes() == _generic(raw, size, None, (0, 0)).tobytes()

@@ -45,13 +45,15 @@ def _read_token(path: Path | None) -> str | None:
 def _nest_pid() -> int | None:
     """The nest's init (env ``DESKTOP_NEST_PID``, set by the init script), read once at start:
     a later change of the environment cannot move the server's commands out of the nest."""
-    value = os.environ.pop("DESKTOP_NEST_PID", "").strip()
+    from computer_env.desktop.server.nest import PID_ENV
+
+    value = os.environ.pop(PID_ENV, "").strip()
     if not value:
         return None
     try:
         return int(value)
     except ValueError:
-        raise SystemExit(f"DESKTOP_NEST_PID must be a pid, not {value!r}") from None
+        raise SystemExit(f"{PID_ENV} must be a pid, not {value!r}") from None
 
 
 def main(argv: list[str] | None = None) -> int:

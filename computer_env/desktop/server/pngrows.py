@@ -105,15 +105,3 @@ class RowBuffer:
         rgb = self._buf[top:bottom, 1:].reshape(bottom - top, -1, 3)
         for channel in range(3):  # R, G, B from BGRX: one contiguous-source copy each
             rgb[:, :, channel] = src[:, :, 2 - channel]
-
-    def filtered_rows(self, raw: Any, size: tuple[int, int],
-                      cursor: Cursor | None = None) -> memoryview | None:
-        """Filtered RGB rows of the BGRX grab ``raw`` of ``size``, ``cursor`` blended in first
-        (into ``raw``); valid until the next call. None without numpy."""
-        if np is None:
-            return None
-        if cursor is not None:
-            blend_cursor(raw, size, cursor)
-        rows = self.bind(raw, size)
-        self.fill(0, size[1])
-        return rows

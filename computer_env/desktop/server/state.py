@@ -40,12 +40,14 @@ class ServerState:
 
     def __init__(self, config: ServerConfig) -> None:
         self.config = config
-        self.procs: ChildProcesses = ChildProcesses(cwd=config.home)
+        self.procs: ChildProcesses
         """Every command run for set-up, evaluation or the agent (inside the nest if any)."""
         if config.nest_pid is not None:
             from computer_env.desktop.server.nested import NestedProcesses
 
             self.procs = NestedProcesses(config.nest_pid, cwd=config.home)
+        else:
+            self.procs = ChildProcesses(cwd=config.home)
         self.own = ChildProcesses(cwd=config.home)
         """The server's own helpers (the screen recorder): outside the nest."""
         self._lock = threading.Lock()
