@@ -58,7 +58,7 @@ class DesktopClient(SetupAndFiles):
             params: dict[str, Any] = {} if fmt == "png" else {"format": fmt}
             if quality is not None and fmt != "png":
                 params["quality"] = quality
-            return self._request("GET", "/screenshot", params=params).content
+            return self._get_bytes("/screenshot", params)
         from PIL import Image  # upstream server: PNG only, convert here
 
         png = self._request("GET", "/screenshot").content

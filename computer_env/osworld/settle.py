@@ -138,8 +138,9 @@ def wait_until_settled(client: Any, *, quiet_s: float = 1.0, cap_s: float = 10.0
         if answer.get("capped"):
             logger.info("screen still changing after %.1f s (cap); going on", cap_s)
         waited = time.monotonic() - start
-        logger.debug("settled after %.3f s (damage reports, app busy: %s)", waited,
-                     answer.get("app_busy"))
+        logger.debug("settled after %.3f s (damage reports, app busy: %s, waited last for: %s, "
+                     "stillness asked: %s s)", waited, answer.get("app_busy"),
+                     answer.get("last_wait"), answer.get("quiet_s"))
         return waited
     prev = _thumbnail(client.screenshot(fmt="jpeg", quality=40))
     last_change = time.monotonic()

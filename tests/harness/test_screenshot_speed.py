@@ -219,6 +219,43 @@ def test_grabber_survives_its_x_connection_being_killed(desk: XDesktop) -> None:
         grabber.close()
 
 
+def test_in_place_grab_gives_the_pixels_of_mss_own_grab(desk: XDesktop) -> None:
+    """The grab into our own XShm segment (no 8 MB copy) is taken, and its PNG and JPEG are
+    byte for byte those of mss's copied grab, cursor included."""
+    fast, copied = ss.ScreenGrabber(desk.display), ss.ScreenGrabber(desk.display)
+    copied._shm._failures = 10**6  # mss's own grab only
+    try:
+        for fmt in ("png", "jpeg"):
+            a, b = fast.screenshot(fmt).data, copied.screenshot(fmt).data
+            assert fast._shm._buf is not None and fast._shm.enabled  # the in-place path ran
+            assert copied._shm._buf is None
+            assert ImageChops.difference(_decode(a), _decode(b)).getbbox() is None, fmt
+    finally:
+        fast.close()
+        copied.close()
+
+
+def test_in_place_grab_failing_falls_back_to_mss(desk: XDesktop,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """An X error in the in-place grab costs nothing but speed: mss's own grab answers, and
+    after a few failures in a row the in-place path stays off."""
+    def refuse(*_args: object) -> None:
+        raise RuntimeError("the X server refused the grab")
+
+    monkeypatch.setattr("computer_env.desktop.server.shmgrab._get_image", refuse)
+    grabber = ss.ScreenGrabber(desk.display)
+    try:
+        shots = [_decode(grabber.screenshot("png").data) for _ in range(4)]
+        assert all(shot.size == (WIDTH, HEIGHT) for shot in shots)
+        assert not grabber._shm.enabled and grabber._shm._buf is None
+        raw = _raw_grab(desk.display)
+        diff = ImageChops.difference(shots[-1], raw).getbbox()
+        assert diff is None or (diff[2] - diff[0] <= 2 * CURSOR_BOX
+                                and diff[3] - diff[1] <= 2 * CURSOR_BOX)
+    finally:
+        grabber.close()
+
+
 # -- the encoder and the cursor blend, without a display ---------------------------------------
 
 
@@ -269,21 +306,3 @@ def test_encode_formats_and_default_quality() -> None:
     assert jpeg[:3] == b"\xff\xd8\xff"
     assert len(ss.encode(image, "jpeg", 10)) < len(jpeg) < len(ss.encode(image, "jpeg", 100))
     assert ss.encode(image, "webp")[:4] == b"RIFF"
-
-
-def test_draw_cursor_blends_straight_alpha_and_clips() -> None:
-    base = Image.new("RGB", (10, 10), (10, 20, 30))
-    # A 3x2 BGRA cursor: opaque red, half-transparent green, fully transparent.
-    pixels = [(0, 0, 255, 255), (0, 200, 0, 128), (9, 9, 9, 0)] * 2
-    bgra = bytes(v for px in pixels for v in px)
-    image = base.copy()
-    ss.draw_cursor(image, bgra, (8, 9), (3, 2))  # only the top-left 2x1 is on the image
-    assert image.getpixel((8, 9)) == (255, 0, 0)
-    g = round(200 * 128 / 255 + 20 * (1 - 128 / 255))
-    r, b = round(10 * (1 - 128 / 255)), round(30 * (1 - 128 / 255))
-    got = image.getpixel((9, 9))
-    assert all(abs(p - q) <= 1 for p, q in zip(got, (r, g, b), strict=True)), got
-    changed = ImageChops.difference(image, base).getbbox()
-    assert changed == (8, 9, 10, 10)
-    ss.draw_cursor(image, bgra, (-5, -5), (3, 2))  # entirely off the image: no change
-    assert ImageChops.difference(image, base).getbbox() == (8, 9, 10, 10)

@@ -18,7 +18,7 @@ import traceback
 from contextlib import redirect_stderr, redirect_stdout
 from typing import Any
 
-from computer_env.desktop.client import PYAUTOGUI_PREFIX
+from computer_env.desktop.prefix import PYAUTOGUI_PREFIX
 
 _PREFIX = compile(PYAUTOGUI_PREFIX, "<prefix>", "exec")
 

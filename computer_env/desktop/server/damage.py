@@ -69,6 +69,8 @@ class Settled:
     events: int  # damage reports during the wait
     app_busy: bool = False  # the active window's app was seen working during the wait
     maps: int = 0  # top-level windows mapped during the wait
+    quiet_s: float = 0.0  # the stillness the wait asked for at its end (longer for bursts)
+    last_wait: str = ""  # what the wait waited for last: drawing, bursts, input, window, app
 
 
 class DamageWatcher:
@@ -177,6 +179,14 @@ class DamageWatcher:
         pause = max(b - a for a, b in zip(times, times[1:]))
         return min(max_quiet_s, max(quiet_s, 2 * pause))
 
+    def _last_wait(self, need: float, quiet_s: float, grace_s: float, map_quiet_s: float,
+                   busy: bool) -> str:
+        """Which condition ended the wait last (lock held): a diagnostic for the answer."""
+        ends = {"bursts" if need > quiet_s else "drawing": self.last_damage + need,
+                "input": self.last_input + grace_s, "window": self.last_map + map_quiet_s}
+        last = max(ends, key=lambda k: ends[k])
+        return "app" if busy and ends[last] < time.monotonic() - PROBE_S else last
+
     def _active_pid(self) -> int:
         """``_NET_WM_PID`` of the active window (lock held); 0 when unknown."""
         from Xlib import Xatom
@@ -236,9 +246,12 @@ class DamageWatcher:
             screen_busy = now < max(self.last_damage + self._quiet_needed(quiet_s, longest),
                                     self.last_map + map_quiet_s)
             capped = now - start >= cap_s and (screen_busy or not idle)
+            need = self._quiet_needed(quiet_s, longest)
             return Settled(waited_s=now - start, still_s=now - self.last_damage, capped=capped,
                            events=self.reports - before, app_busy=activity.busy_seen,
-                           maps=self.maps - maps)
+                           maps=self.maps - maps, quiet_s=need,
+                           last_wait=self._last_wait(need, quiet_s, grace_s, map_quiet_s,
+                                                     activity.busy_seen))
 
     def close(self) -> None:
         with self._lock:

@@ -28,6 +28,7 @@ from PIL import Image
 
 from computer_env.desktop.server import bands, pngrows
 from computer_env.desktop.server.pngrows import RowBuffer
+from computer_env.desktop.server.shmgrab import ShmGrab
 
 logger = logging.getLogger(__name__)
 
@@ -133,19 +134,6 @@ def encode(image: Image.Image, fmt: ImageFormat, quality: int | None = None) -> 
     return out.getvalue()
 
 
-def draw_cursor(image: Image.Image, bgra: bytes | bytearray, pos: tuple[int, int],
-                size: tuple[int, int]) -> None:
-    """Blend a straight-alpha BGRA cursor image into ``image`` at ``pos`` (clipped), in place.
-
-    Only the cursor's own rectangle is touched; the result equals mss's own merge
-    (``c * a + s * (1 - a)``) up to rounding.
-    """
-    if size[0] <= 0 or size[1] <= 0:
-        return
-    cursor = Image.frombuffer("RGBA", size, bgra, "raw", "BGRA", 0, 1)
-    image.paste(cursor, pos, cursor)
-
-
 @dataclass(frozen=True)
 class Capture:
     """One encoded screenshot and where its time went."""
@@ -174,6 +162,7 @@ class ScreenGrabber:
         self._cursor_warned = False
         self._pool: ThreadPoolExecutor | None = None
         self._rows = RowBuffer()  # used on the worker thread only
+        self._shm = ShmGrab()  # in-place grabs for the numpy path (worker thread only)
 
     def _grabber(self) -> Any:
         if self._sct is None:
@@ -211,12 +200,16 @@ class ScreenGrabber:
                 self._pool = ThreadPoolExecutor(1, thread_name_prefix="screenshot")
             return self._pool
 
-    def _grab_raw(self) -> tuple[Any, tuple[Image.Image, tuple[int, int]] | None]:
-        """The mss grab (BGRX) and the cursor (RGBA image, its top-left on the screen)."""
+    def _grab_raw(self, in_place: bool = False
+                  ) -> tuple[Any, tuple[Image.Image, tuple[int, int]] | None]:
+        """The grab (BGRX: ``raw``, ``size``, ``pos``) and the cursor (RGBA image, its
+        top-left on the screen). ``in_place``: in our own XShm segment where that works
+        (:mod:`.shmgrab`; valid until the next grab), else mss's copy."""
         with self._lock:
             try:
                 sct = self._grabber()
-                shot = sct.grab(sct.monitors[0])
+                shot = (self._shm.grab(sct, sct.monitors[0]) if in_place else None) \
+                    or sct.grab(sct.monitors[0])
             except Exception:  # noqa: BLE001 - a lost X connection: once more on a new one
                 logger.warning("screen grab failed; reconnecting to the display", exc_info=True)
                 self._drop_grabber()
@@ -243,7 +236,7 @@ class ScreenGrabber:
         if fmt == "webp" or not pngrows.available():
             return None
         t0 = time.perf_counter()
-        shot, cursor = self._grab_raw()
+        shot, cursor = self._grab_raw(in_place=True)
         size = (int(shot.size[0]), int(shot.size[1]))
         pngrows.blend_cursor(shot.raw, size, cursor)
         t1 = time.perf_counter()
@@ -284,6 +277,7 @@ class ScreenGrabber:
     def _drop_grabber(self) -> None:
         """Forget the X connection (closed if it can be): the next grab opens a new one (the
         old one may have been killed, e.g. by ``xkill -id`` from inside the desktop)."""
+        self._shm.close()
         if self._sct is not None:
             try:
                 self._sct.close()
