@@ -39,7 +39,12 @@ MAX_CHILDREN = 200
 
 def _roles(atspi):
     r = atspi.Role
-    skip = {r.MENU_BAR, r.MENU, r.POPUP_MENU, r.TABLE_CELL, r.LIST, r.TREE, r.TREE_TABLE}
+    # Subtrees that cannot hold the document: a focus inside them is "not in the document"
+    # whether or not the walk finds it, so the verdict is the same without their children
+    # (a toolbar's buttons are half of a Calc frame's nodes).
+    skip = {r.MENU_BAR, r.MENU, r.POPUP_MENU, r.TABLE_CELL, r.LIST, r.TREE, r.TREE_TABLE,
+            r.TOOL_BAR, r.STATUS_BAR, r.SCROLL_BAR, r.PUSH_BUTTON, r.TOGGLE_BUTTON,
+            r.COMBO_BOX}
     documents = {r.DOCUMENT_SPREADSHEET, r.DOCUMENT_TEXT, r.DOCUMENT_PRESENTATION,
                  r.DOCUMENT_FRAME}
     return skip, documents

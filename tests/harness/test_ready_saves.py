@@ -136,6 +136,34 @@ def test_calc_takes_the_first_key_press_and_the_save_is_waited_for(
 
 
 @pytest.mark.desktop
+def test_the_office_probe_sees_the_focus_leave_the_document(
+        desktop: Any, assets: AssetServer, tmp_path: Path) -> None:
+    """The probe's walk skips toolbars, buttons and boxes (they cannot hold the document):
+    with the focus in Calc's Name Box (a combo box) the document is not ready for keys, and
+    back in the sheet it is."""
+    from computer_env.osworld.ready import office_state
+    from computer_env.osworld.settle import wait_until_settled
+
+    task = TASKS["calc-append-roster-row"]
+    ctx = _context(desktop, assets, tmp_path, task.id)
+    try:
+        run_setup(task.config, ctx)
+        wait_until_ready(ctx.client, task, timeout=180)
+        c = ctx.client
+        assert c.run_pyautogui("pyautogui.hotkey('ctrl', 'shift', 'f5')").ok
+        wait_until_settled(c)
+        away = office_state(c, "roster.xlsx")
+        assert away.get("toolbars", 0) > 0 and not away.get("in_document"), away
+        assert "focus" in (office_problem(away) or "")
+        assert c.run_pyautogui("pyautogui.press('escape')").ok
+        wait_until_settled(c)
+        back = office_state(c, "roster.xlsx")
+        assert back.get("in_document") and office_problem(back) is None, back
+    finally:
+        ctx.client.close()
+
+
+@pytest.mark.desktop
 def test_an_app_that_never_shows_is_unscored_setup_not_a_zero(
         desktop: Any, assets: AssetServer, tmp_path: Path) -> None:
     task = parse_task({"id": "never", "instruction": "x", "config": [
