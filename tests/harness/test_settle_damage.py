@@ -111,6 +111,8 @@ def test_a_screen_drawing_in_bursts_is_not_taken_as_still(client: DesktopClient)
         client.settle(quiet_s=0.5, cap_s=0.8)  # a few of its bursts (the quiet is never seen)
         answer = client.settle(quiet_s=0.1, max_quiet_s=0.5, cap_s=1.5)
         assert answer is not None and answer["capped"] is True, answer
+        # the answer says why: the stillness asked grew past quiet_s with the pauses seen
+        assert answer["last_wait"] == "bursts" and 0.1 < answer["quiet_s"] <= 0.5, answer
     finally:
         client.execute(["wmctrl", "-c", "burst-term"])
     wait_for(lambda: "burst-term" not in _windows(client), "the bursting xterm to close")
