@@ -5,8 +5,8 @@ The generic path unpacks the grab into a Pillow RGB image (Pillow keeps RGB as f
 pixel), copies bands out of it and joins rows behind their filter-type bytes: three or four
 passes over 8 MB. Here:
 
-- the cursor is blended into the grab's own bytes (the grab is a fresh ``bytearray`` of ours),
-  inside its small rectangle only, by Pillow, as before;
+- the cursor is blended into the grab's own bytes (our own XShm segment, :mod:`.shmgrab`, or
+  mss's fresh ``bytearray``), inside its small rectangle only, by Pillow, as before;
 - a PNG's rows land in a persistent ``height x (1 + 3 * width)`` buffer whose first column stays
   0 (filter type "None"), one channel copy at a time (three contiguous-source copies are about
   three times faster than one copy through a reversed channel view), band by band, so each

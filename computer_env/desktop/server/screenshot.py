@@ -1,7 +1,8 @@
 """Screen grabs through XShm (``mss``) with the cursor drawn in, encoded as PNG, JPEG or WebP.
 
-Per request: one XShm grab (BGRX), the cursor read through XFixes and blended into its own
-small region only, then the encoder. With numpy the grab's bytes are encoded directly: a PNG's
+Per request: one XShm grab (BGRX; with numpy into a writable segment of our own, worked on in
+place, see :mod:`.shmgrab`), the cursor read through XFixes and blended into its own small
+region only, then the encoder. With numpy the grab's bytes are encoded directly: a PNG's
 rows come from them band by band, JPEG by libjpeg-turbo (``simplejpeg``) from BGRX
 (:mod:`.pngrows`); without, through a Pillow RGB image. PNG is written here, not by Pillow,
 whose adaptive per-row filter choice costs about three times the deflate: filter type 0
