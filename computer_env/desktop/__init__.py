@@ -6,24 +6,17 @@ action interpreter) import modules of this package and need neither the HTTP cli
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from computer_env.lazy import lazy_names
 
 if TYPE_CHECKING:
     from computer_env.desktop.client import DesktopClient, DesktopRequestError, ExecResult
     from computer_env.desktop.providers.base import DesktopHandle, DesktopProvider
 
-_WHERE = {"DesktopClient": "computer_env.desktop.client",
-          "DesktopRequestError": "computer_env.desktop.client",
-          "ExecResult": "computer_env.desktop.client",
-          "DesktopHandle": "computer_env.desktop.providers.base",
-          "DesktopProvider": "computer_env.desktop.providers.base"}
-
-
-def __getattr__(name: str) -> Any:
-    if name in _WHERE:
-        return getattr(importlib.import_module(_WHERE[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
+__getattr__ = lazy_names(__name__, {
+    "computer_env.desktop.client": ("DesktopClient", "DesktopRequestError", "ExecResult"),
+    "computer_env.desktop.providers.base": ("DesktopHandle", "DesktopProvider"),
+})
 
 __all__ = ["DesktopClient", "DesktopHandle", "DesktopProvider", "DesktopRequestError", "ExecResult"]

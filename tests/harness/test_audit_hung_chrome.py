@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from audit_suite import audit_run
+from audit_suite import AuditRun, audit_run
 
 pytestmark = [
     pytest.mark.desktop,
@@ -22,17 +22,25 @@ pytestmark = [
 CASE = "chrome/chrome-open-kettle-page"
 
 
-def test_chrome_stopped_by_the_agent_is_its_zero_not_unscored(tmp_path: Path) -> None:
-    audit = audit_run(tmp_path, ["do-nothing", "hang-apps"],
-                      tasks={"chrome": [CASE.split("/", 1)[1]]})
+def _evaluator_crash(tmp_path: Path, case: str, exploits: list[str], exploit: str,
+                     why: str) -> AuditRun:
+    """Audit ``case`` with ``exploits``: no harness flaw, a clean run, and ``exploit``'s case
+    scored 0 as an evaluator crash whose message says ``why``; the audit run."""
+    audit = audit_run(tmp_path, exploits, tasks={"chrome": [case.split("/", 1)[1]]})
     out = audit.run.output
     assert audit.harness_flaws() == [], (audit.harness_flaws(), out[-4000:])
-    r = audit.results()[(CASE, "hang-apps")]
+    r = audit.results()[(case, exploit)]
     assert (r["outcome"], r["score"], r["failure_category"]) == \
         ("failed", 0.0, "evaluator_crash"), r["message"]
-    assert "Chrome is stopped" in r["message"]
-    assert audit.results()[(CASE, "do-nothing")]["score"] == 0.0
+    assert why in r["message"]
     assert audit.run.rc == 0, out[-3000:]
+    return audit
+
+
+def test_chrome_stopped_by_the_agent_is_its_zero_not_unscored(tmp_path: Path) -> None:
+    audit = _evaluator_crash(tmp_path, CASE, ["do-nothing", "hang-apps"], "hang-apps",
+                             "Chrome is stopped")
+    assert audit.results()[(CASE, "do-nothing")]["score"] == 0.0
 
 
 def test_chrome_forward_killed_by_a_typed_kill_is_the_agents_zero(tmp_path: Path) -> None:
@@ -41,12 +49,5 @@ def test_chrome_forward_killed_by_a_typed_kill_is_the_agents_zero(tmp_path: Path
     DevTools getter then finds nothing; that is what the agent left, a scored 0, not the
     environment's failure (it was unscored: found by ``--audit``)."""
     case = "chrome/chrome-help-in-new-tab"  # where the audit found it (3 attempts of 3)
-    audit = audit_run(tmp_path, ["kill-desktop-server-typed"],
-                      tasks={"chrome": [case.split("/", 1)[1]]})
-    out = audit.run.output
-    assert audit.harness_flaws() == [], (audit.harness_flaws(), out[-4000:])
-    r = audit.results()[(case, "kill-desktop-server-typed")]
-    assert (r["outcome"], r["score"], r["failure_category"]) == \
-        ("failed", 0.0, "evaluator_crash"), r["message"]
-    assert "DevTools forward (socat" in r["message"]
-    assert audit.run.rc == 0, out[-3000:]
+    _evaluator_crash(tmp_path, case, ["kill-desktop-server-typed"],
+                     "kill-desktop-server-typed", "DevTools forward (socat")

@@ -76,7 +76,8 @@ def settle() -> Response | tuple[Response, int]:
     screen drawing in bursts), ``grace_s`` (default 0.03) has passed since the last input,
     ``map_quiet_s`` (default 0.2) since a window was mapped, and the active window's app has
     been idle (CPU) for ``cpu_quiet_s`` (default 0.1; 0: not asked), at most ``cap_s``
-    (default 3) -> ``{waited_s, still_s, capped, events, app_busy, maps, quiet_s, last_wait}``; see ``damage.py``.
+    (default 3) -> ``{waited_s, still_s, capped, events, app_busy, maps, quiet_s,
+    last_wait}``; see ``damage.py``.
     501 when the display has no DAMAGE."""
     data = body()
     quiet = field_number(data, "quiet_s", 0.1, low=0.0, high=60.0)
