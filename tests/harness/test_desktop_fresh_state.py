@@ -54,8 +54,10 @@ def test_fresh_chrome_profile_has_no_default_content_settings(handle: DesktopHan
     assert out["returncode"] == 0, out
     wait_for(lambda: guest_sh(handle, "curl -s -m 2 http://127.0.0.1:1337/json/version")[
         "output"], "Chrome's debugging port", timeout=90)
-    # Chrome writes its Preferences on exit too: stop it as OSWorld's postconfig does (pkill
-    # chrome), then read what a restart would find
+    # Chrome writes its Preferences on exit too: once it has written its profile, stop it as
+    # OSWorld's postconfig does (pkill chrome), then read what a restart would find
+    wait_for(lambda: '"profile"' in guest_sh(handle, f"cat {PREFS} 2>/dev/null")["output"],
+             "Chrome to write its profile's Preferences", timeout=60)
     guest_sh(handle, "pkill chrome")
     wait_for(lambda: guest_sh(handle, "pgrep -x chrome")["returncode"] == 1,
              "Chrome to exit after pkill chrome", timeout=60)
