@@ -98,6 +98,9 @@ def _json_or_none(data: bytes, content_type: str) -> dict[str, Any] | None:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True
+    """the head and the body are two writes: with Nagle, the body waits for the client's
+    delayed ACK (40 ms per request)"""
     server: _HTTPServer
 
     def log_message(self, fmt: str, *args: Any) -> None:
