@@ -11,11 +11,13 @@ their type, message, attributes and chain; log records are logged again in the w
 :func:`explain_files` (the replay's cell-level differences) runs there too.
 
 The process is started on first use ('spawn': nothing of the worker is inherited; a script
-scoring this way needs the ``if __name__ == "__main__":`` guard) and again after
-:data:`TASKS_PER_PROCESS` jobs or past :data:`RSS_LIMIT_MIB`. If it dies (a crash, killed by the kernel's OOM killer or by hand)
-or a job outruns ``timeout``, the job raises :class:`ScorerFailed`, an environment failure
-(rerun, then unscored), and the next job gets a fresh process; but an evaluation that outran it
-busy on the CPU raises :class:`~computer_env.errors.EvaluatorTimedOut` (the agent's 0).
+scoring this way needs the ``if __name__ == "__main__":`` guard) and replaced after
+:data:`TASKS_PER_PROCESS` jobs or past :data:`RSS_LIMIT_MIB`, the new one started at once and
+importing OSWorld's code in the background (:meth:`Scorer.warm`). If it dies (a crash, the OOM
+killer, by hand) or a job outruns ``timeout``, the job raises :class:`ScorerFailed`, an
+environment failure (rerun, then unscored), and the next job gets a fresh process; but an
+evaluation that outran it busy on the CPU raises :class:`~computer_env.errors.EvaluatorTimedOut`
+(the agent's 0).
 
 Memory cap: the process caps its own private writable memory (``RLIMIT_DATA``: the heap a reader
 fills; not ``RLIMIT_AS``, which also counts address space only reserved, e.g. the ~600 MiB
@@ -24,10 +26,11 @@ fills; not ``RLIMIT_AS``, which also counts address space only reserved, e.g. th
 memory (at least :data:`MIN_CAP_MIB`); ``$HOLO_SCORER_MEMORY_MIB`` (MiB; 0: no cap) or the
 constructor's ``memory_cap_mib`` override it. Measured on the built-in tasks and OSWorld's real
 offline ones, the process peaks at 330 MiB resident (``VmHWM``), 430 MiB ``VmData``, 1.3 GiB
-``VmPeak``. A job that overruns the cap (:mod:`.scorer_child`) is answered, then the process is replaced (its heap is spent): an
-*evaluation* raises :class:`~computer_env.errors.EvaluatorOutOfMemory` (the result the agent left
-is a bomb: scored 0 once it acted); any other job (setup, support check) raises
-:class:`ScorerFailed` (the environment's, unscored).
+``VmPeak``. A job that overruns the cap (:mod:`.scorer_child`) is answered, then the process
+is replaced (its heap is spent): an *evaluation* raises
+:class:`~computer_env.errors.EvaluatorOutOfMemory` (the result the agent left is a bomb: scored
+0 once it acted); any other job (setup, support check) raises :class:`ScorerFailed` (the
+environment's, unscored).
 """
 
 from __future__ import annotations
@@ -36,7 +39,6 @@ import logging
 import multiprocessing
 import multiprocessing.connection
 import os
-import signal
 import threading
 import time
 from collections.abc import Sequence
@@ -45,13 +47,16 @@ from pathlib import Path
 from typing import Any
 
 from computer_env.errors import (
-    ConfigurationError, EvaluatorInfraError, EvaluatorOutOfMemory, EvaluatorTimedOut,
+    EvaluatorInfraError, EvaluatorOutOfMemory, EvaluatorTimedOut,
 )
 from computer_env.osworld.context import TaskContext
 from computer_env.osworld.evaluate import EvalResult
+from computer_env.osworld.scorer_cap import (
+    HOST_SHARE, MEMORY_CAP_ENV, MEMORY_CAP_MIB, MIN_CAP_MIB, memory_cap,
+)
 from computer_env.osworld.scorer_child import serve
 from computer_env.osworld.scorer_wire import (
-    ContextSpec, RemoteError, cpu_seconds, rebuild, replay_logs,
+    ContextSpec, RemoteError, cpu_seconds, death, rebuild, replay_logs,
 )
 from computer_env.osworld.setup import SetupReport
 from computer_env.osworld.tasks import SetupStep, Task
@@ -59,11 +64,11 @@ from computer_env.osworld.tasks import SetupStep, Task
 log = logging.getLogger(__name__)
 
 TIMEOUT_S = 1200.0
+"""The longest one evaluation may take (OSWorld's postconfig may sleep and download)."""
 CPU_BOUND_SHARE = 0.5
 """An evaluation past its time limit that kept the scoring process on the CPU this share of
 the time computed on what the agent left (:class:`EvaluatorTimedOut`, its 0); one that
 mostly waited (on the desktop, the network) is the environment's (:class:`ScorerFailed`)."""
-"""The longest one evaluation may take (OSWorld's postconfig may sleep and download)."""
 SETUP_TIMEOUT_S = 4000.0
 """The longest one setup may take (its steps have deadlines of their own; OSWorld's
 ``open_file`` may wait 1800 s)."""
@@ -71,47 +76,11 @@ TASKS_PER_PROCESS = 40
 """Jobs before the scoring process is replaced (what a metric leaves behind goes with it)."""
 RSS_LIMIT_MIB = 1500.0
 """A scoring process this large after a job is replaced."""
-MEMORY_CAP_ENV = "HOLO_SCORER_MEMORY_MIB"
-MEMORY_CAP_MIB = 4096
-"""The scoring process's memory cap (``RLIMIT_DATA``): 9.5 times its measured peak ``VmData``."""
-HOST_SHARE = 0.25
-"""At most this share of the host's memory per scoring process (one per worker)."""
-MIN_CAP_MIB = 1024
-"""The least cap (below it honest evaluations could fail: the host's OOM killer then rules)."""
-
-
-def memory_cap(value: int | None = None) -> int:
-    """The scoring process's memory cap in MiB (0: none): ``value``, else
-    ``$HOLO_SCORER_MEMORY_MIB``, else :data:`MEMORY_CAP_MIB` within :data:`HOST_SHARE` of the
-    host's memory."""
-    if value is None and (text := os.environ.get(MEMORY_CAP_ENV, "").strip()):
-        try:
-            value = int(text)
-        except ValueError:
-            value = -1
-        if value < 0:
-            raise ConfigurationError(f"${MEMORY_CAP_ENV}: {text!r} is not a number of MiB "
-                                     "(0: no cap)")
-    if value is not None:
-        return value
-    total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") >> 20
-    return max(MIN_CAP_MIB, min(MEMORY_CAP_MIB, int(total * HOST_SHARE)))
-
-
 class ScorerFailed(EvaluatorInfraError):
     """The scoring process died or outran its time during a job (the environment's failure:
     rerun, then unscored)."""
 
     category = "scorer"
-
-
-def _death(process: BaseProcess) -> str:
-    code = process.exitcode
-    if code is not None and code < 0:
-        name = signal.Signals(-code).name if -code in signal.valid_signals() else str(-code)
-        hint = " (out of memory, or killed by hand)" if -code == signal.SIGKILL else ""
-        return f"was killed by {name}{hint}"
-    return f"exited with status {code}"
 
 
 class Scorer:
@@ -129,7 +98,8 @@ class Scorer:
         self._process: BaseProcess | None = None
         self._conn: multiprocessing.connection.Connection | None = None
         self._jobs = 0
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
+        self._generation = 0  # close() makes a warm-up still waiting for the lock moot
 
     @property
     def pid(self) -> int | None:
@@ -164,13 +134,15 @@ class Scorer:
     def close(self) -> None:
         """Stop the scoring process (a later job starts another)."""
         with self._lock:
+            self._generation += 1
             self._stop()
 
     def call(self, target: str, what: str, *args: Any, timeout: float | None = None,
-             reads_agent_state: bool = False, **kwargs: Any) -> Any:
+             reads_agent_state: bool = False, warm_up: bool = False, **kwargs: Any) -> Any:
         """``target(*args, **kwargs)`` (``"module:function"``; arguments and value plain data or
         the project's own types) in the scoring process, for ``what`` (named in errors), within
-        ``timeout`` seconds (default: the scorer's): its value, or its exception raised here."""
+        ``timeout`` seconds (default: the scorer's): its value, or its exception raised here.
+        ``warm_up``: a job that does not count toward :attr:`tasks_per_process`."""
         timeout = self.timeout if timeout is None else timeout
         with self._lock:
             process, conn = (self._process, self._conn) if self._process is not None \
@@ -191,14 +163,15 @@ class Scorer:
                 except (EOFError, OSError) as exc:
                     process.join(5.0)
                     raise ScorerFailed(f"the scoring process (pid {process.pid}) "
-                                       f"{_death(process)} during {what}") from exc
+                                       f"{death(process)} during {what}") from exc
             except BaseException:
                 self._stop(kill=True)
                 raise
-            self._jobs += 1
+            self._jobs += 0 if warm_up else 1  # a warm-up leaves nothing behind
             if overrun or self._jobs >= self.tasks_per_process \
                     or self.rss_mib > self.rss_limit_mib:
                 self._stop()  # past its cap its heap is spent: the next job gets another one
+                self.warm()  # ... started and importing OSWorld's code from now on
         replay_logs(records)
         error: BaseException | None = None
         if kind == "raise":
@@ -210,6 +183,22 @@ class Scorer:
         if error is not None:
             raise error
         return value
+
+    def warm(self) -> None:
+        """Start the scoring process and import OSWorld's code there in the background (~1.5 s
+        a job would wait for otherwise); the next job waits for that to end."""
+        threading.Thread(target=self._warm, args=(self._generation,), daemon=True,
+                         name="scorer-warm").start()
+
+    def _warm(self, generation: int) -> None:
+        with self._lock:
+            if generation != self._generation:
+                return  # closed meanwhile: no process to leave behind
+            try:
+                self.call("computer_env.osworld.scorer_child:warm_job", "warming up",
+                          warm_up=True)
+            except Exception as exc:  # noqa: BLE001 - the next job meets the same failure
+                log.debug("warming the scoring process up failed: %s", exc)
 
     def evaluate(self, task: Task, ctx: TaskContext) -> EvalResult:
         """:func:`computer_env.osworld.evaluate.evaluate` in the scoring process."""

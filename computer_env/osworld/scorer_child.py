@@ -222,6 +222,15 @@ def supported_job(task: Task, spec: ContextSpec | None) -> None:
     supported_here(task, _context(spec, gateway=False) if spec is not None else None)
 
 
+def warm_job() -> None:
+    """Import what every task's setup and evaluation use (OSWorld's setup controller and the
+    evaluation's own modules), before the first job needs them."""
+    from computer_env.osworld import evaluate, setup  # noqa: F401 - imported for later jobs
+    from computer_env.osworld.upstream import upstream_setup_module
+
+    upstream_setup_module()
+
+
 def setup_job(steps: list[Any], spec: ContextSpec, phase: str, strict: bool | None
                ) -> dict[str, Any]:
     from computer_env.osworld.setup import run_setup as setup_here
@@ -284,4 +293,4 @@ def serve(conn: multiprocessing.connection.Connection, parent: int, cap_mib: int
 
 
 __all__ = ["OVERRUN_SHARE", "RESERVE_MIB", "evaluate_job", "overrun", "serve", "setup_job",
-           "supported_job"]
+           "supported_job", "warm_job"]

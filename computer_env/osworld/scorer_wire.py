@@ -9,14 +9,15 @@ class of the same name and module, derived from the nearest base class the worke
 
 from __future__ import annotations
 
-import os
-
 import builtins
 import importlib
 import logging
+import os
+import signal
 import sys
 import traceback
 from dataclasses import dataclass
+from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import Any
 
@@ -223,8 +224,8 @@ def replay_logs(records: list[dict[str, Any]]) -> None:
             logger.handle(record)
 
 
-__all__ = ["ContextSpec", "ExcRecord", "LogCapture", "RemoteError", "describe", "rebuild",
-           "replay_logs"]
+__all__ = ["ContextSpec", "ExcRecord", "LogCapture", "RemoteError", "cpu_seconds", "death",
+           "describe", "rebuild", "replay_logs"]
 
 
 def cpu_seconds(pid: int) -> float:
@@ -235,3 +236,13 @@ def cpu_seconds(pid: int) -> float:
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
     except (OSError, ValueError, IndexError):
         return 0.0
+
+
+def death(process: BaseProcess) -> str:
+    """How ``process`` ended, in words: killed by which signal, or its exit status."""
+    code = process.exitcode
+    if code is not None and code < 0:
+        name = signal.Signals(-code).name if -code in signal.valid_signals() else str(-code)
+        hint = " (out of memory, or killed by hand)" if -code == signal.SIGKILL else ""
+        return f"was killed by {name}{hint}"
+    return f"exited with status {code}"

@@ -11,6 +11,7 @@ import logging
 import os
 import subprocess
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from computer_env.osworld import evaluate
 from computer_env.osworld.errors import EvaluatorUnsupported, SetupUnsupported
 from computer_env.osworld.scorer import Scorer, ScorerFailed
 from fixtures.cases.outcomes import classify
+from polling import wait_for
 from test_osworld_evaluate import TEXT_EQ, cache, make_ctx, put, task
 
 HERE = Path(__file__).resolve().parent
@@ -125,6 +127,24 @@ def test_the_scoring_process_is_replaced_after_its_jobs(scorer: Scorer) -> None:
     pids = [scorer.call(_job("speak"), "speak", str(i)) for i in range(3)]
     assert pids[0] == pids[1] != pids[2]
     assert scorer.rss_mib > 10
+
+
+def test_a_replaced_scoring_process_is_started_and_warmed_at_once(scorer: Scorer) -> None:
+    """The next process starts when the last is replaced, not at the next job, and imports
+    OSWorld's setup controller before that job runs (the job itself imports nothing)."""
+    scorer.tasks_per_process = 1
+    first = scorer.call(_job("speak"), "speak", "0")
+    wait_for(lambda: scorer.pid not in (None, first), "the next scoring process", timeout=60)
+    assert scorer.call(_job("imported"), "imported", "desktop_env.controllers.setup") is True
+
+
+def test_closing_while_a_replacement_warms_up_leaves_no_scoring_process(scorer: Scorer) -> None:
+    scorer.tasks_per_process = 1
+    scorer.call(_job("speak"), "speak", "0")  # replaced: the warm-up starts behind
+    scorer.close()
+    wait_for(lambda: not any(t.name == "scorer-warm" for t in threading.enumerate()),
+             "the warm-up to end", timeout=60)
+    assert scorer.pid is None
 
 
 # ---------------------------------------------- the same scores and exceptions as in-process
