@@ -49,10 +49,16 @@ def page_state(client: Any, ports: tuple[int, ...]) -> dict[str, Any]:
     """Chrome's pages as its DevTools show them from inside the desktop (``ready_probe.py``)."""
     args = [str(p) for p in dict.fromkeys((*ports, CDP_PORT))]
     res = client.execute(["/usr/bin/python3", "-c", PROBE_SOURCE, "page", *args], timeout=60)
+    return probe_answer(res, "the page probe", probe=True)
+
+
+def probe_answer(res: Any, what: str, **failed: Any) -> dict[str, Any]:
+    """A desktop probe's answer: the last JSON object it printed, else ``{"error": ...}`` with
+    the last line of its error output (or that ``what`` did not answer) and ``failed``."""
     state = last_json(getattr(res, "output", ""))
     if state is None:
         err = (getattr(res, "error", "") or "").strip().splitlines()
-        return {"error": err[-1] if err else "no answer from the page probe", "probe": True}
+        return {"error": err[-1] if err else f"no answer from {what}", **failed}
     return state
 
 
@@ -115,4 +121,4 @@ def page_screen_problem(img: Image.Image, window: Box | None, pointer: tuple[int
 
 
 __all__ = ["CDP_PORT", "PROBE_SOURCE", "cdp_ports", "last_json", "page_problem",
-           "page_screen_problem", "page_state", "viewport_box"]
+           "page_screen_problem", "page_state", "probe_answer", "viewport_box"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from computer_env.osworld.ready_page import PROBE_SOURCE, last_json
+from computer_env.osworld.ready_page import PROBE_SOURCE, probe_answer
 
 # pyautogui code run in the desktop: the active window, its focus, and a _NET_WM_PING round trip
 _X_PROBE = r'''
@@ -56,21 +56,13 @@ print(_j.dumps(_o))
 def x_window_state(client: Any, *, ping_s: float = 2.0) -> dict[str, Any]:
     """The active window (id, class, title, viewable, focused, pong) as the desktop sees it."""
     res = client.run_pyautogui(_X_PROBE % {"ping_s": repr(float(ping_s))})
-    state = last_json(getattr(res, "output", ""))
-    if state is None:
-        err = (getattr(res, "error", "") or "").strip().splitlines()
-        return {"error": err[-1] if err else "no answer from the window probe"}
-    return state
+    return probe_answer(res, "the window probe")
 
 
 def office_state(client: Any, title: str) -> dict[str, Any]:
     """LibreOffice's frame as its accessibility tree shows it (see ``ready_probe.py``)."""
     res = client.execute(["/usr/bin/python3", "-c", PROBE_SOURCE, "office", title], timeout=60)
-    state = last_json(getattr(res, "output", ""))
-    if state is None:
-        err = (getattr(res, "error", "") or "").strip().splitlines()
-        return {"error": err[-1] if err else "no answer from the accessibility probe"}
-    return state
+    return probe_answer(res, "the accessibility probe")
 
 
 __all__ = ["office_state", "x_window_state"]

@@ -98,7 +98,7 @@ class Scorer:
         self._process: BaseProcess | None = None
         self._conn: multiprocessing.connection.Connection | None = None
         self._jobs = 0
-        self._lock = threading.RLock()
+        self._lock = threading.RLock()  # a warm-up holds it across its own call()
         self._generation = 0  # close() makes a warm-up still waiting for the lock moot
 
     @property

@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import sys
 import time
 
 from computer_env.errors import EvaluatorCrash, EvaluatorInfraError, VMUnreachable
@@ -62,8 +63,6 @@ def speak(text: str) -> int:
 
 def imported(module: str) -> bool:
     """Is ``module`` imported in this (the scoring) process?"""
-    import sys
-
     return module in sys.modules
 
 
