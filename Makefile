@@ -41,7 +41,7 @@ PIP_QUIET_DESKTOP_ENV := --no-warn-conflicts
 venv:
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@$(PY) -m pip install -q --upgrade pip
-	@$(PY) -m pip install -q $(PIP_QUIET_DESKTOP_ENV) -e '.[dev,osworld]'
+	@$(PY) -m pip install -q $(PIP_QUIET_DESKTOP_ENV) -e '.[dev,osworld,ray]'
 	@$(PY) -m pip install -q --no-deps 'desktop-env==$(DESKTOP_ENV_VERSION)'
 	@echo "OSWorld's desktop-env $(DESKTOP_ENV_VERSION): installed without its pinned dependencies" \
 		"(cloud SDKs, torch); the osworld extra brings what its setup, getters and metrics import"

@@ -36,6 +36,14 @@ class VMUnreachable(InfraError):
     category = "vm_unreachable"
 
 
+class DesktopNodeLost(VMUnreachable):
+    """The desktop's host went away under it: its Ray actor or the actor's node died
+    (``RayActorError``, node death). The environment's failure: the case is rerun on a fresh
+    desktop (another node when that one is gone), then unscored, never a 0."""
+
+    category = "desktop_node_lost"
+
+
 class SetupError(InfraError):
     """A task's setup step failed (download, launch, open, command...)."""
 

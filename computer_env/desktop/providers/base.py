@@ -22,7 +22,7 @@ class DesktopHandle:
     own code (``PythonController``, ``SetupController``, getters) reaches the server WITHOUT a
     token: a host-loopback gateway nothing inside a desktop can reach
     (:mod:`computer_env.desktop.gateway`); ``osworld_ports`` its ``server``, ``cdp`` and ``vlc``
-    ports on 127.0.0.1.
+    ports on 127.0.0.1. ``node`` names the cluster node of a desktop placed on one.
     """
 
     url: str
@@ -34,6 +34,8 @@ class DesktopHandle:
     image: str | None = None
     osworld_url: str | None = None
     osworld_ports: dict[str, int] = field(default_factory=dict)
+    node: str | None = None
+    """the cluster node the desktop runs on (``--provider ray``: ``address (node id)``)"""
 
 
 class DesktopProvider(abc.ABC):

@@ -1,4 +1,5 @@
-"""Providers by ``--provider`` name: ``local``, ``docker``, ``remote``, ``osworld:<name>``.
+"""Providers by ``--provider`` name: ``local``, ``docker``, ``remote``, ``ray``,
+``osworld:<name>``.
 
 Each provider's module is imported only when its name is asked for (each brings its own
 dependencies: the docker SDK, OSWorld's ``desktop_env``). A provider class builds itself from
@@ -30,7 +31,9 @@ class ProviderOptions:
     ``screen`` is (width, height); ``vm_urls`` the remote servers (``URL#token``);
     ``docker_image``/``vm_path`` the docker provider's image and OSWorld qcow2 (None: its
     default); ``run_id``/``worker_id``/``controller_pid`` label containers so that a dead run's
-    can be swept; ``limits`` caps a desktop (None: :meth:`DesktopLimits.from_values`).
+    can be swept; ``limits`` caps a desktop (None: :meth:`DesktopLimits.from_values`);
+    ``workers``/``spare`` size the run for a preflight; ``ray_*`` place ``--provider ray``'s
+    desktop actors (:mod:`.ray_provider`).
     """
 
     worker_index: int = 0
@@ -44,6 +47,13 @@ class ProviderOptions:
     controller_pid: int = field(default_factory=controller_pid)
     osworld_root: Path | None = None
     limits: DesktopLimits | None = None
+    workers: int = 1
+    spare: bool = False
+    ray_address: str = "auto"
+    ray_desktop: str = "local"
+    ray_resource: str = "desktop"
+    ray_resource_amount: float = 1.0
+    ray_placement: str = "spread"
 
 
 #: name -> "module:Class"; a name ending in ":" takes a variant (``osworld:aws``).
@@ -51,6 +61,7 @@ PROVIDERS: dict[str, str] = {
     "local": "computer_env.desktop.providers.local:LocalSandboxProvider",
     "docker": "computer_env.desktop.providers.docker:DockerProvider",
     "remote": "computer_env.desktop.providers.remote:RemoteProvider",
+    "ray": "computer_env.desktop.providers.ray_provider:RayProvider",
     "osworld:": "computer_env.desktop.providers.osworld_cloud:OSWorldCloudProvider",
 }
 

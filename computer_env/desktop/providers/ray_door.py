@@ -1,0 +1,99 @@
+"""``NodeDoor``: how a worker on another host reaches a desktop a Ray actor runs on its node.
+
+A local desktop's server, Chrome DevTools and VLC ports listen on the sandbox's veth address
+(``10.77.N.2``), which only its own host can route to. The actor opens one TCP forward per port
+on the node's cluster address (the one Ray knows the node by) to that guest address, and accepts
+a connection only from the worker that owns the desktop: from its host's address, and, when that
+is this host, from a socket of this host user (:mod:`computer_env.peers`). The guest server still
+wants its bearer token on every request; the DevTools and VLC ports have no token of their own,
+as on OSWorld's VM, so the address check is what guards them (Ray's own ports are open to every
+host of the cluster: a Ray cluster's network must be trusted in any case).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import socket
+import socketserver
+import threading
+from typing import Any
+
+from computer_env.desktop.loopback import _Pipe
+from computer_env.peers import same_user
+
+log = logging.getLogger(__name__)
+
+
+def _is_local(ip: str) -> bool:
+    """Is ``ip`` one of this host's addresses (loopback, or bound here)?"""
+    addr = ipaddress.ip_address(ip.split("%")[0])
+    if addr.is_loopback:
+        return True
+    try:
+        with socket.socket(socket.AF_INET6 if addr.version == 6 else socket.AF_INET) as s:
+            s.bind((str(addr), 0))
+        return True
+    except OSError:
+        return False
+
+
+class DoorForward(socketserver.ThreadingTCPServer):
+    """``bind_ip:<any>`` -> ``target``, for connections from ``peer_ip`` only."""
+
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, bind_ip: str, target: tuple[str, int], peer_ip: str) -> None:
+        self.target = target
+        self.peer_ip = peer_ip
+        self.peer_is_local = _is_local(peer_ip)
+        super().__init__((bind_ip, 0), _Pipe)
+
+    @property
+    def port(self) -> int:
+        return int(self.server_address[1])
+
+    def verify_request(self, request: Any, client_address: Any) -> bool:
+        ip = str(client_address[0])
+        if ip.startswith("::ffff:"):
+            ip = ip[7:]
+        if ip != self.peer_ip and not (self.peer_is_local and _is_local(ip)):
+            log.warning("node door %s: refused a connection from %s (only %s may connect)",
+                        self.server_address, ip, self.peer_ip)
+            return False
+        return not _is_local(ip) or same_user(request, client_address, what="node door")
+
+
+class NodeDoor:
+    """The forwards of one desktop (``server``, ``cdp``, ``vlc``) on ``bind_ip``."""
+
+    def __init__(self, bind_ip: str, peer_ip: str, targets: dict[str, tuple[str, int]]) -> None:
+        self.bind_ip = bind_ip
+        self.forwards = {name: DoorForward(bind_ip, target, peer_ip)
+                         for name, target in targets.items()}
+        self._threads = [threading.Thread(target=fwd.serve_forever, daemon=True,
+                                          name=f"node-door-{name}")
+                         for name, fwd in self.forwards.items()]
+        for t in self._threads:
+            t.start()
+
+    @property
+    def ports(self) -> dict[str, int]:
+        """The forwards' ports on :attr:`bind_ip`, by name."""
+        return {name: fwd.port for name, fwd in self.forwards.items()}
+
+    def retarget(self, targets: dict[str, tuple[str, int]]) -> None:
+        """Point the forwards at a replaced guest (same ports)."""
+        for name, target in targets.items():
+            if name in self.forwards:
+                self.forwards[name].target = target
+
+    def close(self) -> None:
+        for fwd in self.forwards.values():
+            fwd.shutdown()
+            fwd.server_close()
+        self.forwards = {}
+
+
+__all__ = ["DoorForward", "NodeDoor"]
