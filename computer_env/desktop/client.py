@@ -19,6 +19,7 @@ import httpx
 from computer_env.desktop.client_base import (EXECUTE_TIMEOUT, PYAUTOGUI_PREFIX,
                                               DesktopRequestError, ExecResult)
 from computer_env.desktop.client_setup import SetupAndFiles
+from computer_env.desktop.grabs import XGrabReport
 
 logger = logging.getLogger(__name__)
 
@@ -86,6 +87,13 @@ class DesktopClient(SetupAndFiles):
         r = self._request("POST", "/settle", json=payload, timeout=cap_s + 15.0,
                           ok=lambda r: r.status_code in (200, 501))
         return r.json() if r.status_code == 200 else None
+
+    def x_grabs(self) -> XGrabReport:
+        """The grabs of the X server the guest server found (none on a server without the
+        watch, e.g. an upstream OSWorld VM)."""
+        if not self._has("x_grabs"):
+            return XGrabReport()
+        return XGrabReport.model_validate(self._json("GET", "/x_grabs"))
 
     def screen_size(self) -> tuple[int, int]:
         data = self._json("POST", "/screen_size", idempotent=True)

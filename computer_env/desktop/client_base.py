@@ -91,6 +91,9 @@ class GuestTransport:
         self._http = httpx.Client(base_url=self.url, headers=headers, timeout=timeout)
         self._capabilities: dict[str, Any] | None = None
         self._capabilities_known = False
+        self.x_grabs_seen: int | None = None
+        """The last screenshot's ``X-Grabs`` count (grabs of the X server the guest server
+        found; None when it does not say)."""
 
     @classmethod
     def from_handle(cls, handle: "DesktopHandle", **kwargs: Any) -> Self:
@@ -140,7 +143,9 @@ class GuestTransport:
         Other than plain ``http://`` URLs go through httpx."""
         split = urlsplit(self.url)
         if split.scheme != "http" or not split.hostname:
-            return self._request("GET", path, params=params).content
+            answer = self._request("GET", path, params=params)
+            self._note_grabs(answer.headers.get("X-Grabs"))
+            return answer.content
         target = f"{split.path}{path}" + (f"?{urlencode(params)}" if params else "")
         headers = {**self._headers, "Host": split.netloc}
 
@@ -150,6 +155,7 @@ class GuestTransport:
             try:
                 conn.request("GET", target, headers=headers)
                 response = conn.getresponse()
+                self._note_grabs(response.getheader("X-Grabs"))
                 return response.status, response.reason, response.read()
             finally:
                 conn.close()
@@ -165,6 +171,9 @@ class GuestTransport:
         if status >= 400:
             raise DesktopRequestError(status, _body_message(content, reason), path=path)
         return content
+
+    def _note_grabs(self, header: str | None) -> None:
+        self.x_grabs_seen = int(header) if header and header.isdigit() else None
 
     def _json(self, method: str, path: str, **kwargs: Any) -> Any:
         return self._request(method, path, **kwargs).json()

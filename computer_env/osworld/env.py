@@ -9,6 +9,7 @@ import time
 from PIL import Image
 
 from computer_env.base import ComputerEnv, InputEvent, Observation, StepResult, TypeText, Wait
+from computer_env.desktop.grabs import XServerGrabbed
 from computer_env.osworld.actions import describe, to_pyautogui
 from computer_env.osworld.code_action import run_code
 from computer_env.osworld.context import TaskContext
@@ -33,6 +34,7 @@ class OSWorldComputerEnv(ComputerEnv):
         self.ctx = ctx
         self._settle = settle
         self._shot_size: tuple[int, int] | None = None
+        self._grabs_before: int | None = None  # the guest server's grab count at the first look
         self.finished = False
         self.answer: str | None = None
 
@@ -41,7 +43,15 @@ class OSWorldComputerEnv(ComputerEnv):
         return self.task.instruction
 
     def observe(self) -> Observation:
-        data = self.ctx.client.screenshot(fmt="png")
+        """The screen; raises :class:`XServerGrabbed` once the guest server found a grab of
+        its X server since the first observation (the agent's side took it)."""
+        client = self.ctx.client
+        data = client.screenshot(fmt="png")
+        seen = client.x_grabs_seen
+        if self._grabs_before is None:
+            self._grabs_before = seen or 0
+        elif seen is not None and seen > self._grabs_before:
+            raise XServerGrabbed(client.x_grabs().grabs[self._grabs_before:])
         with Image.open(io.BytesIO(data)) as img:
             width, height = img.size
         self._shot_size = (width, height)

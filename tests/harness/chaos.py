@@ -10,6 +10,9 @@
 - ``CHAOS_KILL_X=agent``: on a case's first attempt, kill the desktop's X server (SIGKILL, from
   the host) when the agent's first step is recorded: the guest server stays up, its
   screenshots fail with HTTP 500;
+- ``CHAOS_STOP_X=agent``: on a case's first attempt, stop the desktop's X server (SIGSTOP, from
+  the host) when the agent's first step is recorded: a hang from outside, the environment's
+  (the guest server's grab watch must not call it a grab nor kill anything);
 - ``CHAOS_WRONG=<task_id,...>``: the reference solution of these tasks is replaced by an
   immediate answer (a genuine scored failure);
 - ``CHAOS_UNREACHABLE=<task_id,...>``: every attempt of these tasks finds the desktop killed;
@@ -38,9 +41,11 @@ _done: set[str] = set()
 _pools: list[Any] = []  # the worker's desktop pool, seen when a case's agent starts
 
 
-def _host_kill(ctx: Any, wanted: Callable[[list[str]], bool], what: str) -> None:
-    """SIGKILL, from the host, the processes of the desktop of ``ctx`` whose command line
-    ``wanted`` accepts (an infrastructure failure: the host's doing, not the agent's)."""
+def _host_kill(ctx: Any, wanted: Callable[[list[str]], bool], what: str,
+               sig: int = signal.SIGKILL) -> None:
+    """``sig`` (SIGKILL), from the host, to the processes of the desktop of ``ctx`` whose
+    command line ``wanted`` accepts (an infrastructure failure: the host's doing, not the
+    agent's)."""
     pool = _pools[-1]
     spare = getattr(pool, "_spare", None)
     providers = [p for p in (pool.provider, getattr(spare, "provider", None))
@@ -50,7 +55,7 @@ def _host_kill(ctx: Any, wanted: Callable[[list[str]], bool], what: str) -> None
     for pid in providers[0].pids():
         try:
             if wanted(psutil.Process(pid).cmdline()):
-                os.kill(pid, signal.SIGKILL)
+                os.kill(pid, sig)
                 killed += 1
         except (psutil.Error, ProcessLookupError):
             continue
@@ -85,6 +90,12 @@ def _kill_x(ctx: Any) -> None:
         wait_for(lambda: not _draws(probe), "the desktop to stop drawing", 30, interval=0.05)
 
 
+def _stop_x(ctx: Any) -> None:
+    """SIGSTOP the X server from the host (it stays stopped until the desktop is ended)."""
+    _host_kill(ctx, lambda argv: bool(argv) and os.path.basename(argv[0]) == "Xvfb", "Xvfb",
+               signal.SIGSTOP)
+
+
 def pytest_configure(config: pytest.Config) -> None:
     mode = os.environ.get("CHAOS_KILL_SERVER")
     unreachable = _ids("CHAOS_UNREACHABLE")
@@ -100,6 +111,8 @@ def pytest_configure(config: pytest.Config) -> None:
             kill = _kill_server
         elif os.environ.get("CHAOS_KILL_X") == "agent" and first:
             kill = _kill_x
+        elif os.environ.get("CHAOS_STOP_X") == "agent" and first:
+            kill = _stop_x
         if kill is None:
             return real_run_agent(task, ctx, ws, case_dir, attempt, on_step)
         _done.add(task.id)

@@ -114,6 +114,10 @@ def main(argv: list[str] | None = None) -> int:
             state.verifier = VerifierRunner(config.home)
         except (OSError, RunnerGone, ValueError) as exc:  # the desktop still serves
             logger.warning("no verifier runner (verifiers fall back to /run_python): %s", exc)
+    if config.extras:  # a grab of the X server is found and released (see xwatch.py)
+        from computer_env.desktop.server.xwatch import start_watch
+
+        state.xwatch = start_watch(config.display, nested=nest_pid is not None)
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
     server = make_server(args.host, args.port, app, threaded=True)
     port = server.server_port

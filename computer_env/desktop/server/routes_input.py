@@ -23,6 +23,7 @@ def capabilities() -> Response:
             "verify": state().verifier is not None,
             "formats": list(FORMATS),
             "settle": state().damage is not None,
+            "x_grabs": state().xwatch is not None,
             "version": VERSION,
         }
     )
@@ -94,3 +95,13 @@ def settle() -> Response | tuple[Response, int]:
     return jsonify({"waited_s": round(r.waited_s, 4), "still_s": round(r.still_s, 4),
                     "capped": r.capped, "events": r.events, "app_busy": r.app_busy,
                     "maps": r.maps, "quiet_s": round(r.quiet_s, 4), "last_wait": r.last_wait})
+
+
+@bp.get("/x_grabs")
+def x_grabs() -> Response:
+    """The grabs of the X server found (and released) so far: ``{grabs: [{at, held_s,
+    released, grabber, detail}], watching, x_server}`` (see ``xwatch.py``)."""
+    watch = state().xwatch
+    if watch is None:
+        return jsonify({"grabs": [], "watching": False, "x_server": None})
+    return jsonify(watch.snapshot())

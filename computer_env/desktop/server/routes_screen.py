@@ -38,6 +38,9 @@ def screenshot() -> Response:
     response.headers["Server-Timing"] = (
         f"grab;dur={shot.grab_ms:.2f}, encode;dur={shot.encode_ms:.2f}"
     )
+    watch = state().xwatch
+    if watch is not None:  # how many grabs of the X server were found (GET /x_grabs)
+        response.headers["X-Grabs"] = str(len(watch.grabs))
     return response
 
 

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from computer_env.desktop.server.screenshot import ScreenGrabber
     from computer_env.desktop.server.verify_zygote import VerifierRunner
     from computer_env.desktop.server.windows import XQueries
+    from computer_env.desktop.server.xwatch import XWatch
 
 logger = logging.getLogger(__name__)
 
@@ -60,6 +61,8 @@ class ServerState:
         self.wallpaper: Path | None = None
         self.verifier: VerifierRunner | None = None
         """Started by the CLI when the server starts (before any agent acts), never later."""
+        self.xwatch: XWatch | None = None
+        """Finds and releases grabs of the X server (started by the CLI; see xwatch.py)."""
 
     @property
     def screen(self) -> "ScreenGrabber":
@@ -130,6 +133,8 @@ class ServerState:
             damage.close()
         if self.verifier is not None:
             self.verifier.close()
+        if self.xwatch is not None:
+            self.xwatch.close()
         if recorder is not None:
             recorder.abort()
         if actions is not None:
