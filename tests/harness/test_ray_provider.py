@@ -1,0 +1,139 @@
+"""``--provider ray`` on a real two-node Ray cluster on this host (:mod:`raycluster`): the
+built-in smoke suite runs with ``-n 2``, each desktop a Ray actor running a real local sandboxed
+desktop on its node; a node whose raylet is killed during a case costs a rerun (or an unscored
+case), never a 0; too few ``desktop`` resources stop the run before any task; nothing of the run
+is left on either node (processes, actors, network namespaces, cgroups)."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+from computer_env.desktop.providers import netns
+from computer_env.desktop.providers.cgroups import session_cgroups
+from tests.harness.polling import wait_for
+from tests.harness.raycluster import NODE_IP, TwoNodeCluster
+from tests.harness.suite import SuiteRun, kill_group, run_suite, start_suite
+
+pytest.importorskip("ray")
+pytestmark = [pytest.mark.desktop,
+              pytest.mark.skipif(os.geteuid() != 0, reason="local desktops need root")]
+
+DESKTOP_PROCS = re.compile(r"bwrap|Xvfb|openbox|computer_env\.desktop|DesktopActor|mousepad|"
+                           r"soffice|chromium|xterm")
+APP_PROCS = re.compile(r"mousepad|soffice|chromium|xterm")
+
+
+@pytest.fixture
+def cluster() -> Iterator[TwoNodeCluster]:
+    c = TwoNodeCluster(desktops=2).start()
+    try:
+        yield c
+    finally:
+        c.close()
+
+
+def ray_args(c: TwoNodeCluster, *more: str) -> list[str]:
+    return ["-m", "smoke", "--provider", "ray", "--ray-address", c.address, *more]
+
+
+def desktop_processes(c: TwoNodeCluster) -> list[str]:
+    """Desktop processes (the actors, their sandboxes, apps) still alive under either node."""
+    out = []
+    for proc in c.descendants():
+        try:
+            cmd = " ".join(proc.cmdline())[:160]
+        except psutil.Error:
+            continue
+        if DESKTOP_PROCS.search(cmd):
+            out.append(f"{proc.pid}: {cmd}")
+    return out
+
+
+def assert_nothing_left(c: TwoNodeCluster, run: str) -> None:
+    """No actor of ``run``, no desktop process under either node, and no network namespace or
+    session cgroup owned by any Ray worker either node ran."""
+    assert [a for a in c.named_actors() if f"-{run}-" in a] == []
+    assert desktop_processes(c) == []
+    workers = c.worker_pids()
+    assert workers, "no Ray worker logs found: the leftover check would check nothing"
+    assert [p for p in netns.owner_pids() if p in workers] == []
+    assert [str(d) for d in session_cgroups() if any(
+        d.name.endswith(f"-{p}") or f"-{p}." in d.name for p in workers)] == []
+
+
+def no_zero(results: dict[str, dict[str, Any]]) -> None:
+    for case, r in results.items():
+        assert r["outcome"] in ("passed", "unscored"), (case, r["outcome"], r.get("message"))
+
+
+def test_smoke_suite_on_two_nodes_then_too_few_resources(
+        tmp_path: Path, cluster: TwoNodeCluster) -> None:
+    run = run_suite(tmp_path, "rayrun", *ray_args(cluster, "-n", "2"), timeout=600)
+    assert run.rc == 0, run.output[-4000:]
+    results = run.results()
+    assert len(results) == 5, sorted(results)
+    assert all(r["outcome"] == "passed" for r in results.values()), results
+    assert {r["versions"]["provider"] for r in results.values()} == {"ray:local"}
+    nodes = {r["versions"]["node"].split()[0] for r in results.values()}
+    assert len(nodes) == 2 and NODE_IP in nodes, nodes  # spread over both nodes
+    assert run.summary["scored"] == 5 and run.summary["unscored"] == 0
+    assert_nothing_left(cluster, "rayrun")
+
+    # 2 workers x 3 'desktop' each = 6 > the cluster's 4: one line, before any task
+    short = run_suite(tmp_path, "rayshort", *ray_args(cluster, "-n", "2",
+                                                      "--ray-resource-amount", "3"),
+                      timeout=300)
+    assert short.rc != 0
+    line = next(ln for ln in short.output.splitlines() if "--provider ray:" in ln)
+    assert "needs 6 of Ray resource 'desktop'" in line and "has 4" in line, line
+    assert not (tmp_path / "rayshort").exists() or not list(
+        (tmp_path / "rayshort").rglob("result.json"))
+
+
+def test_node_killed_during_a_case_is_rerun_never_zero(
+        tmp_path: Path, cluster: TwoNodeCluster) -> None:
+    log = tmp_path / "suite.log"
+    proc = start_suite(tmp_path, "raykill", *ray_args(cluster, "-n", "2"), log=log)
+    try:
+        node_raylet = cluster.raylet("node")
+
+        def app_on_node() -> bool:
+            if proc.poll() is not None:
+                raise AssertionError(f"the suite ended first: {log.read_text()[-3000:]}")
+            for child in node_raylet.children(recursive=True):
+                try:
+                    if APP_PROCS.search(" ".join(child.cmdline())):
+                        return True
+                except psutil.Error:
+                    continue
+            return False
+
+        wait_for(app_on_node, "a case's app on the second node's desktop", timeout=240,
+                 interval=0.2)
+        node_raylet.send_signal(signal.SIGKILL)
+        rc = proc.wait(timeout=600)
+    except BaseException:
+        kill_group(proc)
+        raise
+    output = log.read_text()
+    assert rc == 0, output[-4000:]
+    found = SuiteRun(rc, output, tmp_path / "raykill").results()
+    assert len(found) == 5, sorted(found)
+    no_zero(found)
+    hit = [r for r in found.values() if r["earlier_attempts"] or r["outcome"] == "unscored"]
+    assert hit, "no case saw the node die"
+    for r in hit:
+        if r["outcome"] == "passed":  # rerun on the node that is left
+            assert NODE_IP not in r["versions"]["node"], r["versions"]
+            assert r["earlier_attempts"][0]["infra_category"], r["earlier_attempts"]
+    wait_for(lambda: len(cluster.alive_nodes()) == 1, "the killed node to be marked dead",
+             timeout=60, interval=1.0)
+    assert_nothing_left(cluster, "raykill")
