@@ -19,13 +19,17 @@
 - ``CHAOS_EVAL_UNSUPPORTED=<task_id,...>``: OSWorld's evaluator of these tasks raises
   ``EvaluatorUnsupported`` at evaluation time (a metric this environment lacks);
 - ``CHAOS_HARNESS_BUG=<task_id,...>``: the evaluation of these tasks hits a harness bug, an
-  ``AttributeError`` raised while handling a ``ConnectionRefusedError``.
+  ``AttributeError`` raised while handling a ``ConnectionRefusedError``;
+- ``CHAOS_AHEAD_SETUP_FAIL=<task_id,...>``: the setup steps of these tasks fail (a
+  ``SetupError``) when they run ahead, on the spare desktop (``--setup-ahead``); at the case's
+  own start they succeed.
 """
 
 from __future__ import annotations
 
 import os
 import signal
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -33,7 +37,9 @@ import psutil
 import pytest
 
 import fixtures.benchmarks.osworld as osworld_case
+import fixtures.benchmarks.osworld_setup as osworld_setup
 from computer_env.desktop.client import DesktopClient
+from computer_env.errors import SetupError
 from computer_env.osworld import EvaluatorUnsupported
 from polling import wait_for
 
@@ -142,6 +148,20 @@ def pytest_configure(config: pytest.Config) -> None:
 
     osworld_case.run_agent = run_agent
     osworld_case.evaluate = evaluate
+    _fail_setup_ahead(_ids("CHAOS_AHEAD_SETUP_FAIL"))
+
+
+def _fail_setup_ahead(ids: set[str]) -> None:
+    real_run_setup = osworld_setup.run_setup
+
+    def run_setup(config: Any, ctx: Any, **kw: Any) -> Any:
+        ahead = threading.current_thread().name == "setup-ahead"
+        if ahead and str(ctx.task_id or "").split("/", 1)[0] in ids:
+            raise SetupError("chaos: the set-up ahead failed")
+        return real_run_setup(config, ctx, **kw)
+
+    if ids:
+        osworld_setup.run_setup = run_setup
 
 
 @pytest.fixture(autouse=True)
