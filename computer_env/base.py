@@ -124,6 +124,9 @@ class Observation(BaseModel):
     width: int
     height: int
     mime: str = "image/png"
+    notice: str | None = None
+    """What the env noticed about this screen and did about it (e.g. the screen is not the
+    task's size any more); recorded on the step and shown on the replay."""
 
 
 class StepResult(BaseModel):

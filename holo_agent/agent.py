@@ -215,7 +215,8 @@ class HoloComputerAgent:
               traj: Trajectory) -> None:
         for step_i in range(max_steps):
             t0 = time.perf_counter()
-            img = prepare_image(env.observe(), self.max_image_width, size=self.image_size)
+            obs = env.observe()
+            img = prepare_image(obs, self.max_image_width, size=self.image_size)
             t1 = time.perf_counter()
             shot = None
             if self.recorder is not None:
@@ -225,6 +226,7 @@ class HoloComputerAgent:
             step, asked = self._ask(conv, traj, step_i, img, shot)
             rec = asked[-1]
             rec.harness = times
+            rec.env_notice = obs.notice
             if step is None:
                 traj.end = "malformed"
                 traj.error = f"{rec.error} (after {self.max_reasks} re-asks)"

@@ -97,6 +97,9 @@ class StepRecord(BaseModel):
     reasoning: str | None = None
     raw_output: str | None = None
     error: str | None = None
+    env_notice: str | None = Field(
+        default=None, description="what the env noticed about this turn's screen (e.g. not "
+        "the task's size: shown fitted to it)")
     code: dict[str, Any] | None = Field(
         default=None, description="a code action: language, code, output (cut at 64 KB), "
         "exit_code, timed_out, duration_s, truncated")

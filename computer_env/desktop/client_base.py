@@ -94,6 +94,9 @@ class GuestTransport:
         self.x_grabs_seen: int | None = None
         """The last screenshot's ``X-Grabs`` count (grabs of the X server the guest server
         found; None when it does not say)."""
+        self.keymap_seen: str | None = None
+        """The last screenshot's ``X-Keymap``: a digest of the keyboard map (None when the
+        server does not say)."""
 
     @classmethod
     def from_handle(cls, handle: "DesktopHandle", **kwargs: Any) -> Self:
@@ -144,7 +147,7 @@ class GuestTransport:
         split = urlsplit(self.url)
         if split.scheme != "http" or not split.hostname:
             answer = self._request("GET", path, params=params)
-            self._note_grabs(answer.headers.get("X-Grabs"))
+            self._note_grabs(answer.headers.get("X-Grabs"), answer.headers.get("X-Keymap"))
             return answer.content
         target = f"{split.path}{path}" + (f"?{urlencode(params)}" if params else "")
         headers = {**self._headers, "Host": split.netloc}
@@ -155,7 +158,8 @@ class GuestTransport:
             try:
                 conn.request("GET", target, headers=headers)
                 response = conn.getresponse()
-                self._note_grabs(response.getheader("X-Grabs"))
+                self._note_grabs(response.getheader("X-Grabs"),
+                                 response.getheader("X-Keymap"))
                 return response.status, response.reason, response.read()
             finally:
                 conn.close()
@@ -172,8 +176,9 @@ class GuestTransport:
             raise DesktopRequestError(status, _body_message(content, reason), path=path)
         return content
 
-    def _note_grabs(self, header: str | None) -> None:
-        self.x_grabs_seen = int(header) if header and header.isdigit() else None
+    def _note_grabs(self, grabs: str | None, keymaps: str | None) -> None:
+        self.x_grabs_seen = int(grabs) if grabs and grabs.isdigit() else None
+        self.keymap_seen = keymaps or None
 
     def _json(self, method: str, path: str, **kwargs: Any) -> Any:
         return self._request(method, path, **kwargs).json()

@@ -35,6 +35,9 @@ class OSWorldComputerEnv(ComputerEnv):
         self._settle = settle
         self._shot_size: tuple[int, int] | None = None
         self._grabs_before: int | None = None  # the guest server's grab count at the first look
+        self.screen_changes: list[str] = []  # one notice per screenshot not of the task's size
+        self.keymap_changes: list[str] = []  # one notice per screenshot with another keymap
+        self._keymap_before: str | None = None  # the keymap's digest at the first look
         self.finished = False
         self.answer: str | None = None
 
@@ -52,10 +55,25 @@ class OSWorldComputerEnv(ComputerEnv):
             self._grabs_before = seen or 0
         elif seen is not None and seen > self._grabs_before:
             raise XServerGrabbed(client.x_grabs().grabs[self._grabs_before:])
+        keymap_notice = None
+        if self._keymap_before is None:
+            self._keymap_before = client.keymap_seen or ""
+        elif client.keymap_seen and client.keymap_seen != self._keymap_before:
+            keymap_notice = ("the keyboard map is not the one of the first screenshot (changed "
+                             "inside the desktop): keys may type other characters")
+            self.keymap_changes.append(keymap_notice)
         with Image.open(io.BytesIO(data)) as img:
             width, height = img.size
+            notice = None
+            if (width, height) != tuple(self.ctx.screen):
+                data, notice = fit_to_screen(img, self.ctx.screen)
+                self.screen_changes.append(notice)
+                logger.warning("%s", notice)
+                width, height = self.ctx.screen
         self._shot_size = (width, height)
-        return Observation(image=data, width=width, height=height, mime="image/png")
+        notices = [n for n in (notice, keymap_notice) if n]
+        return Observation(image=data, width=width, height=height, mime="image/png",
+                           notice="; ".join(notices) or None)
 
     def _scale(self) -> tuple[float, float]:
         if self._shot_size is None:
@@ -101,6 +119,20 @@ class OSWorldComputerEnv(ComputerEnv):
         self.finished = True
         self.answer = answer
         self.ctx.action_history.append("FAIL" if infeasible else "DONE")
+
+
+def fit_to_screen(img: Image.Image, screen: tuple[int, int]) -> tuple[bytes, str]:
+    """A screenshot whose size is not the task's ``screen`` (changed inside the desktop, e.g.
+    by xrandr) put on a black canvas of the task's size at the top left (cut where larger), so
+    the action mapping stays the task's: a point of the image is that pixel of the screen.
+    Returns the PNG and the notice that says so."""
+    canvas = Image.new("RGB", screen)
+    canvas.paste(img.convert("RGB"), (0, 0))
+    out = io.BytesIO()
+    canvas.save(out, format="PNG")
+    return out.getvalue(), (f"the screen is {img.width}x{img.height}, not the task's "
+                            f"{screen[0]}x{screen[1]} (changed inside the desktop): shown at the "
+                            "top left of a black screen of the task's size")
 
 
 def _error_of(res: object) -> str | None:

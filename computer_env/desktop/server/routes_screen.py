@@ -41,6 +41,7 @@ def screenshot() -> Response:
     watch = state().xwatch
     if watch is not None:  # how many grabs of the X server were found (GET /x_grabs)
         response.headers["X-Grabs"] = str(len(watch.grabs))
+        response.headers["X-Keymap"] = watch.keymap() or ""  # a digest: changed inside?
     return response
 
 

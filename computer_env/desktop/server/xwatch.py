@@ -19,10 +19,15 @@ Debian 12's Xvfb 21.1). So the server watches:
 
 Only the desktop's side is a candidate (the nest's processes; never this server, whose own
 connections are the screenshot grabber's, the damage watcher's and the probe's).
+
+The watch also keeps a digest of the keyboard map (:meth:`XWatch.keymap`, sent with every
+screenshot), recomputed when the probe sees a ``MappingNotify``: the harness's own typing binds
+scratch keys only for a moment (the digest is back when it is done), a changed keymap stays.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import signal
@@ -89,6 +94,10 @@ class XWatch:
         self.display, self.x_pid, self.nested = display, x_pid, nested
         self.threshold_s, self.proc = threshold_s, proc
         self.grabs: list[XGrab] = []
+        self._keymap: str | None = None
+        self._keymap_stale = True
+        self._keymap_dpy: Any = None
+        self._keymap_lock = threading.Lock()
         self._own_ns = _pid_namespace("self", proc)
         self._sent: float | None = None
         self._looked_at: float | None = None
@@ -105,6 +114,43 @@ class XWatch:
         return {"grabs": [asdict(g) for g in self.grabs], "watching": self._threads[0].is_alive(),
                 "x_server": self.x_pid}
 
+    def _drain(self) -> None:
+        """Read the probe's pending events: a keyboard map change marks the map's digest stale."""
+        from Xlib import X
+
+        while self._dpy.pending_events():
+            event = self._dpy.next_event()
+            if event.type == X.MappingNotify and event.request in (X.MappingKeyboard,
+                                                                   X.MappingModifier):
+                self._keymap_stale = True
+
+    def keymap(self) -> str | None:
+        """A digest of the keyboard map (keysyms and modifiers), recomputed after a change; None
+        when the display cannot be read. Read on a connection of its own."""
+        from Xlib import X
+        from Xlib import display as xdisplay
+
+        with self._keymap_lock:
+            try:
+                if self._keymap_dpy is None:
+                    self._keymap_dpy = xdisplay.Display(self.display)
+                    self._keymap_stale = True
+                dpy = self._keymap_dpy
+                while dpy.pending_events():  # a change since the last look (no probe lag)
+                    if dpy.next_event().type == X.MappingNotify:
+                        self._keymap_stale = True
+                if self._keymap_stale or self._keymap is None:
+                    self._keymap_stale = False
+                    info = dpy.display.info
+                    keys = dpy.get_keyboard_mapping(info.min_keycode,
+                                                    info.max_keycode - info.min_keycode + 1)
+                    mods = dpy.get_modifier_mapping()
+                    self._keymap = hashlib.sha1(repr((keys, mods)).encode()).hexdigest()[:12]
+            except Exception as exc:  # noqa: BLE001 - a display gone: no digest
+                logger.warning("cannot read the keyboard map: %s", exc)
+                return None
+            return self._keymap
+
     def _probe(self) -> None:
         from Xlib import display as xdisplay
 
@@ -116,6 +162,7 @@ class XWatch:
                 with self._answered:
                     self._sent = None
                     self._answered.notify_all()
+                self._drain()
                 self._stop.wait(INTERVAL_S)
         except Exception as exc:  # noqa: BLE001 - the display went away: nothing to watch
             if not self._stop.is_set():
@@ -200,9 +247,11 @@ class XWatch:
         for thread in self._threads:
             if thread is not threading.current_thread():
                 thread.join(timeout=1.0)
-        if self._dpy is not None:
+        for dpy in (self._dpy, self._keymap_dpy):
+            if dpy is None:
+                continue
             try:
-                self._dpy.close()
+                dpy.close()
             except Exception:  # noqa: BLE001 - a connection the X server already dropped
                 pass
 
