@@ -9,26 +9,44 @@ from __future__ import annotations
 import os
 import re
 import signal
-from collections.abc import Iterator
+import socket
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import psutil
 import pytest
 
 from computer_env.desktop.providers import netns
 from computer_env.desktop.providers.cgroups import session_cgroups
+from computer_env.desktop.providers.ray_door import NodeDoor
 from tests.harness.polling import wait_for
 from tests.harness.raycluster import NODE_IP, TwoNodeCluster
-from tests.harness.suite import SuiteRun, kill_group, run_suite, start_suite
+from tests.harness.suite import ROOT, SuiteRun, kill_group, run_suite, start_suite
 
-pytest.importorskip("ray")
-pytestmark = [pytest.mark.desktop,
-              pytest.mark.skipif(os.geteuid() != 0, reason="local desktops need root")]
+try:
+    import ray  # noqa: F401
+    HAVE_RAY = True
+except ImportError:
+    HAVE_RAY = False
+ON_RAY = (pytest.mark.desktop,
+          pytest.mark.skipif(not HAVE_RAY, reason="ray is not installed (pip install -e .[ray])"),
+          pytest.mark.skipif(os.geteuid() != 0, reason="local desktops need root"))
+F = TypeVar("F", bound=Callable[..., None])
+
+
+def on_ray(test: F) -> F:
+    """A test on the real Ray cluster with real local desktops (skipped without either)."""
+    for mark in ON_RAY:
+        test = mark(test)
+    return test
 
 DESKTOP_PROCS = re.compile(r"bwrap|Xvfb|openbox|computer_env\.desktop|DesktopActor|mousepad|"
                            r"soffice|chromium|xterm")
-APP_PROCS = re.compile(r"mousepad|soffice|chromium|xterm")
+APP_NAMES = re.compile(r"^(mousepad|soffice\.bin|chromium|chrome|xterm)$")
+"""a task's app (by process name: a sandbox's command line names Chromium's folder too)"""
 
 
 @pytest.fixture
@@ -74,6 +92,41 @@ def no_zero(results: dict[str, dict[str, Any]]) -> None:
         assert r["outcome"] in ("passed", "unscored"), (case, r["outcome"], r.get("message"))
 
 
+def test_embedded_default_never_imports_ray() -> None:
+    """The plugin, the settings and the local provider load without Ray (its import is the ray
+    provider's alone)."""
+    code = ("import sys, fixtures.run.plugin, fixtures.cases.worker\n"
+            "from computer_env.desktop.providers.registry import provider_class\n"
+            "provider_class('local')\n"
+            "print(sorted(m for m in sys.modules if m == 'ray' or m.startswith('ray.')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120, cwd=ROOT)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "[]", out.stdout
+
+
+def test_node_door_lets_in_only_its_worker() -> None:
+    """The door forwards bytes for its worker's address and closes on anyone else."""
+    with socket.socket() as target:
+        target.bind(("127.0.0.1", 0))
+        target.listen()
+        door = NodeDoor("127.0.0.1", "127.0.0.1", {"server": target.getsockname()})
+        other = NodeDoor("127.0.0.1", "203.0.113.9", {"server": target.getsockname()})
+        try:
+            with socket.create_connection(("127.0.0.1", door.ports["server"]), timeout=5) as c:
+                c.sendall(b"ping")
+                conn, _ = target.accept()
+                with conn:
+                    assert conn.recv(4) == b"ping"
+            with socket.create_connection(("127.0.0.1", other.ports["server"]), timeout=5) as c:
+                c.settimeout(5)
+                assert c.recv(1) == b""  # refused: closed without a byte
+        finally:
+            door.close()
+            other.close()
+
+
+@on_ray
 def test_smoke_suite_on_two_nodes_then_too_few_resources(
         tmp_path: Path, cluster: TwoNodeCluster) -> None:
     run = run_suite(tmp_path, "rayrun", *ray_args(cluster, "-n", "2"), timeout=600)
@@ -98,6 +151,7 @@ def test_smoke_suite_on_two_nodes_then_too_few_resources(
         (tmp_path / "rayshort").rglob("result.json"))
 
 
+@on_ray
 def test_node_killed_during_a_case_is_rerun_never_zero(
         tmp_path: Path, cluster: TwoNodeCluster) -> None:
     log = tmp_path / "suite.log"
@@ -110,7 +164,7 @@ def test_node_killed_during_a_case_is_rerun_never_zero(
                 raise AssertionError(f"the suite ended first: {log.read_text()[-3000:]}")
             for child in node_raylet.children(recursive=True):
                 try:
-                    if APP_PROCS.search(" ".join(child.cmdline())):
+                    if APP_NAMES.match(child.name()):
                         return True
                 except psutil.Error:
                     continue
