@@ -18,6 +18,7 @@ from typing import Any, Callable
 from computer_env.base import ComputerEnv
 from holo_agent.client import ChatClient, ChatResponse, split_credentials
 from holo_agent.conversation import Conversation
+from holo_agent.errors import ContextOverflow
 from holo_agent.images import SentImage, prepare_image
 from holo_agent.prompt import build_system_prompt
 from holo_agent.records import StepRecord, Trajectory, TurnTimes
@@ -104,7 +105,8 @@ class HoloComputerAgent:
         self.code_timeout = code_timeout
         self.image_size = image_size  # send screenshots resized to exactly this size
         self.system_prompt = build_system_prompt(prompt, code_actions=code_actions)
-        self.schema = step_json_schema(code_actions)
+        # vLLM's structured outputs (``structured_outputs.json``); None sends none
+        self.schema: dict[str, Any] | None = step_json_schema(code_actions)
         self.recorder = recorder
         self.on_step = on_step
         self.before_action = before_action
@@ -132,7 +134,7 @@ class HoloComputerAgent:
 
     def request_body(self, conv: Conversation) -> dict[str, Any]:
         """The chat-completions body for the next turn."""
-        return {
+        body: dict[str, Any] = {
             "model": self.model,
             "messages": conv.messages(),
             "temperature": self.temperature,
@@ -140,6 +142,9 @@ class HoloComputerAgent:
             "structured_outputs": {"json": self.schema},
             "chat_template_kwargs": {"enable_thinking": True},
         }
+        if self.schema is None:  # the schema only in the prompt (a server without them)
+            del body["structured_outputs"]
+        return body
 
     def _record(self, traj: Trajectory, rec: StepRecord) -> None:
         traj.add(rec)
@@ -191,7 +196,19 @@ class HoloComputerAgent:
         reask = 0
         asked: list[StepRecord] = []
         while True:
-            resp = self._client.complete(self.request_body(conv))
+            t0 = time.perf_counter()
+            try:
+                resp = self._client.complete(self.request_body(conv))
+            except ContextOverflow as exc:  # the model's context is full: its episode ends
+                rec = StepRecord(
+                    index=len(traj.steps), step=step_i, reask=reask, time=time.time(),
+                    latency_s=time.perf_counter() - t0, attempts=1, screenshot=shot,
+                    image_size=(img.width, img.height), env_size=(img.env_width, img.env_height),
+                    error=f"context overflow: {exc.server_message}")
+                asked.append(rec)
+                self._record(traj, rec)
+                traj.end, traj.error = "context_overflow", str(exc)
+                return None, asked
             rec = self._new_record(traj, step_i, reask, resp, img, shot)
             asked.append(rec)
             try:
@@ -228,8 +245,9 @@ class HoloComputerAgent:
             rec.harness = times
             rec.env_notice = obs.notice
             if step is None:
-                traj.end = "malformed"
-                traj.error = f"{rec.error} (after {self.max_reasks} re-asks)"
+                if traj.end is None:
+                    traj.end = "malformed"
+                    traj.error = f"{rec.error} (after {self.max_reasks} re-asks)"
                 log.info("episode ended: %s", traj.error)
                 return
             conv.add_step(step)

@@ -9,8 +9,12 @@ asks for a delay (same signature since openai 1.0; ``test_backoff_options_set_th
 fails if that changes): ``min(backoff_max, backoff_base * 2**retry)``, or the server's
 ``Retry-After``/``retry-after-ms`` when longer (openai does not retry past a Retry-After of two
 minutes). After the retries the call raises :class:`computer_env.errors.ModelEndpointError`.
-HTTP 400/404/422 raise :class:`HarnessRequestError`; 401/403 raise ``ConfigurationError``; any
-other status is endpoint trouble, not retried.
+HTTP 400/404/422 raise :class:`HarnessRequestError`, except two 400s whose text vLLM words
+for a cause of its own: a conversation past the model's context ("This model's maximum context
+length is N tokens") raises :class:`holo_agent.errors.ContextOverflow` (the model's failure),
+and more images than the server takes ("At most N image(s) may be provided in one prompt")
+raises ``ConfigurationError`` naming ``--image-budget`` and the server's limit. 401/403 raise
+``ConfigurationError``; any other status is endpoint trouble, not retried.
 
 The API key is sent as a Bearer header only (none at all without a key: never
 ``OPENAI_API_KEY`` from the environment, nor ``OPENAI_ORG_ID``/``OPENAI_PROJECT_ID``) and never
@@ -22,6 +26,7 @@ basic auth and removed from the shown URL. Errors are raised ``from None``: an o
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote, urlsplit, urlunsplit
@@ -32,9 +37,14 @@ from openai.types.chat import ChatCompletion
 from pydantic import BaseModel, Field, ValidationError
 
 from computer_env.errors import ConfigurationError, ModelEndpointError
-from holo_agent.errors import HarnessRequestError
+from holo_agent.errors import ContextOverflow, HarnessRequestError
 
 log = logging.getLogger(__name__)
+
+# vLLM's wording of its two 400s that are not a malformed request (vllm.renderers.params,
+# vllm.multimodal.processing.context); matched against the error body's text
+CONTEXT_OVERFLOW = re.compile(r"maximum context length is (\d+) tokens", re.IGNORECASE)
+IMAGE_LIMIT = re.compile(r"At most (\d+) image\(s\) may be provided", re.IGNORECASE)
 
 NO_KEY = "no-key"  # openai needs some key; without one the Authorization header is omitted
 # removed from every request: openai would add them from OPENAI_ORG_ID/OPENAI_PROJECT_ID
@@ -178,6 +188,13 @@ class ChatClient:
 
     def _status_error(self, exc: openai.APIStatusError) -> Exception:
         status, text = exc.status_code, exc.response.text
+        if status == 400 and (m := CONTEXT_OVERFLOW.search(text)):
+            return ContextOverflow(status, text[:2000], int(m.group(1)))
+        if status == 400 and (m := IMAGE_LIMIT.search(text)):
+            return ConfigurationError(
+                f"model endpoint {self.base_url} takes at most {m.group(1)} image(s) per prompt "
+                "(vLLM's --limit-mm-per-prompt) but the agent sends more: lower --image-budget "
+                f"or raise the server's limit ({text[:300]})")
         if status in (400, 404, 422):
             return HarnessRequestError(status, text[:2000])
         if status in (401, 403):

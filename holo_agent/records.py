@@ -19,8 +19,11 @@ from holo_agent.tools import CodeToolCall
 
 log = logging.getLogger(__name__)
 
-EndReason = Literal["answered", "infeasible", "max_steps", "malformed", "env_done"]
-"""How an episode ended (``env_done``: the environment itself ended it, e.g. a game over)."""
+EndReason = Literal["answered", "infeasible", "max_steps", "malformed", "env_done",
+                    "context_overflow"]
+"""How an episode ended (``env_done``: the environment itself ended it, e.g. a game over;
+``context_overflow``: the endpoint refused the next turn, the conversation being longer than the
+model's context)."""
 
 REFERENCE_POLICY_LABEL = "REFERENCE POLICY — harness check, not a model score"
 """The label on every report of a run played by the built-in reference endpoint."""
