@@ -75,16 +75,37 @@ def desktop_processes(c: TwoNodeCluster) -> list[str]:
     return out
 
 
-def assert_nothing_left(c: TwoNodeCluster, run: str) -> None:
-    """No actor of ``run``, no desktop process under either node, and no network namespace or
-    session cgroup owned by any Ray worker either node ran."""
-    assert [a for a in c.named_actors() if f"-{run}-" in a] == []
-    assert desktop_processes(c) == []
+def leftovers(c: TwoNodeCluster, run: str) -> list[str]:
+    """What ``run`` left: its named actors, desktop processes under either node, network
+    namespaces and session cgroups owned by any Ray worker either node ran."""
     workers = c.worker_pids()
     assert workers, "no Ray worker logs found: the leftover check would check nothing"
-    assert [p for p in netns.owner_pids() if p in workers] == []
-    assert [str(d) for d in session_cgroups() if any(
-        d.name.endswith(f"-{p}") or f"-{p}." in d.name for p in workers)] == []
+    return ([f"actor {a}" for a in c.named_actors() if f"-{run}-" in a]
+            + desktop_processes(c)
+            + [f"netns of {p}" for p in netns.owner_pids() if p in workers]
+            + [f"cgroup {d}" for d in session_cgroups() if any(
+                d.name.endswith(f"-{p}") or f"-{p}." in d.name for p in workers)])
+
+
+def assert_nothing_left(c: TwoNodeCluster, run: str, timeout: float = 30) -> None:
+    """Nothing of ``run`` is left (at once after a clean end; a killed actor's process may take
+    a moment to go)."""
+    try:
+        wait_for(lambda: not leftovers(c, run), f"nothing of run {run} to be left", timeout,
+                 interval=1.0)
+    except AssertionError:
+        raise AssertionError(f"left behind: {leftovers(c, run)}") from None
+
+
+def app_running(node: psutil.Process) -> bool:
+    """A task's app runs on a desktop of the node whose raylet is ``node``."""
+    for child in node.children(recursive=True):
+        try:
+            if APP_NAMES.match(child.name()):
+                return True
+        except psutil.Error:
+            continue
+    return False
 
 
 def no_zero(results: dict[str, dict[str, Any]]) -> None:
@@ -127,9 +148,11 @@ def test_node_door_lets_in_only_its_worker() -> None:
 
 
 @on_ray
-def test_smoke_suite_on_two_nodes_then_too_few_resources(
+def test_smoke_suite_on_two_nodes_then_too_few_resources_then_sigterm(
         tmp_path: Path, cluster: TwoNodeCluster) -> None:
-    run = run_suite(tmp_path, "rayrun", *ray_args(cluster, "-n", "2"), timeout=600)
+    """Each worker with a spare desktop (a second actor): 4 desktops on the cluster's 4."""
+    run = run_suite(tmp_path, "rayrun", *ray_args(cluster, "-n", "2", "--spare-desktop", "on"),
+                    timeout=600)
     assert run.rc == 0, run.output[-4000:]
     results = run.results()
     assert len(results) == 5, sorted(results)
@@ -147,8 +170,20 @@ def test_smoke_suite_on_two_nodes_then_too_few_resources(
     assert short.rc != 0
     line = next(ln for ln in short.output.splitlines() if "--provider ray:" in ln)
     assert "needs 6 of Ray resource 'desktop'" in line and "has 4" in line, line
-    assert not (tmp_path / "rayshort").exists() or not list(
-        (tmp_path / "rayshort").rglob("result.json"))
+    assert not list((tmp_path / "rayshort").rglob("result.json"))
+
+    # SIGTERM to the whole run during a case: every actor is stopped and killed
+    log = tmp_path / "term.log"
+    proc = start_suite(tmp_path, "rayterm", *ray_args(cluster, "-n", "2"), log=log)
+    try:
+        raylets = [cluster.raylet("head"), cluster.raylet("node")]
+        wait_for(lambda: any(app_running(r) for r in raylets), "a case's app on a desktop",
+                 timeout=240, interval=0.2)
+        kill_group(proc, signal.SIGTERM)
+        proc.wait(timeout=120)
+    finally:
+        kill_group(proc)
+    assert_nothing_left(cluster, "rayterm")
 
 
 @on_ray
@@ -162,13 +197,7 @@ def test_node_killed_during_a_case_is_rerun_never_zero(
         def app_on_node() -> bool:
             if proc.poll() is not None:
                 raise AssertionError(f"the suite ended first: {log.read_text()[-3000:]}")
-            for child in node_raylet.children(recursive=True):
-                try:
-                    if APP_NAMES.match(child.name()):
-                        return True
-                except psutil.Error:
-                    continue
-            return False
+            return app_running(node_raylet)
 
         wait_for(app_on_node, "a case's app on the second node's desktop", timeout=240,
                  interval=0.2)
