@@ -99,6 +99,7 @@ TWIN_SAMPLES: dict[str, tuple[str, str | None]] = {
                                                     "http://127.0.0.1:9999"),
     "--net-gate": ("1", None), "--results-dir": ("/tmp/results-a", "/tmp/results-b"),
     "--judge-api-key": ("judge-a", "judge-b"), "--spare-desktop": ("on", "off"),
+    "--setup-ahead": ("off", "on"),
 }
 """flag -> (a twin's value, a different option value; None: a switch, given bare)."""
 
@@ -184,7 +185,7 @@ SUITE_OPTIONS = """
 --pass-threshold --game-pass-threshold --infra-reruns --infra-rerun-delay --order --live --watch
 --watch-port --games --loads --seeds --pacing --turn-seconds --turn-tokens --profile
 --code-actions --code-timeout --judge-url --judge-model --judge-api-key --judge-timeout
---score-by --synthetic-dir --verifier-timeout --spare-desktop""".split()
+--score-by --synthetic-dir --verifier-timeout --spare-desktop --setup-ahead""".split()
 """The suite's options before the table: none may be lost."""
 
 
@@ -198,4 +199,5 @@ def test_the_table_keeps_every_option_once_with_its_twins() -> None:
                           "HOLO_API_KEY", "OPENAI_API_KEY", "HOLO_VM_PROXY", "HOLO_NET_GATE",
                           "HOLO_PROVIDER", "HOLO_VM_URLS", "HOLO_RESULTS_DIR",
                           "HOLO_DESKTOP_MEMORY", "HOLO_DESKTOP_PIDS", "HOLO_DESKTOP_TMP",
-                          "HOLO_DESKTOP_CPUS", "HOLO_JUDGE_API_KEY", "HOLO_SPARE_DESKTOP"}
+                          "HOLO_DESKTOP_CPUS", "HOLO_JUDGE_API_KEY", "HOLO_SPARE_DESKTOP",
+                          "HOLO_SETUP_AHEAD"}
