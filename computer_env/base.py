@@ -149,6 +149,13 @@ class ComputerEnv(abc.ABC):
     def instruction(self) -> str:
         """The task text given to the agent."""
 
+    @property
+    def task_key(self) -> str | None:
+        """A stable id of the task played (e.g. ``os/os-create-report-file``), or None. The
+        agent sends it as the request's ``user`` (OpenAI's end-user id, which model servers
+        ignore); the harness's reference endpoint picks the task's solution by it."""
+        return None
+
     @abc.abstractmethod
     def observe(self) -> Observation:
         """Return the current screen."""

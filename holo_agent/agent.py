@@ -107,6 +107,7 @@ class HoloComputerAgent:
         self.system_prompt = build_system_prompt(prompt, code_actions=code_actions)
         # vLLM's structured outputs (``structured_outputs.json``); None sends none
         self.schema: dict[str, Any] | None = step_json_schema(code_actions)
+        self.task_key: str | None = None  # the played task's id (ComputerEnv.task_key)
         self.recorder = recorder
         self.on_step = on_step
         self.before_action = before_action
@@ -144,6 +145,8 @@ class HoloComputerAgent:
         }
         if self.schema is None:  # the schema only in the prompt (a server without them)
             del body["structured_outputs"]
+        if self.task_key:  # OpenAI's end-user id: ignored by model servers; the reference
+            body["user"] = self.task_key  # endpoint picks the task's solution by it
         return body
 
     def _record(self, traj: Trajectory, rec: StepRecord) -> None:
@@ -175,6 +178,7 @@ class HoloComputerAgent:
         each model turn reached ``on_step`` as it happened (that is how a caller keeps it).
         """
         instruction = env.instruction
+        self.task_key = env.task_key  # sent as the request's ``user`` (see request_body)
         traj = Trajectory(instruction=instruction)
         conv = Conversation(self.system_prompt, instruction, self.image_budget)
         if self.recorder is not None:

@@ -45,6 +45,10 @@ class OSWorldComputerEnv(ComputerEnv):
     def instruction(self) -> str:
         return self.task.instruction
 
+    @property
+    def task_key(self) -> str:
+        return self.task.case_id
+
     def observe(self) -> Observation:
         """The screen; raises :class:`XServerGrabbed` once the guest server found a grab of
         its X server since the first observation (the agent's side took it)."""

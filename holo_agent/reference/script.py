@@ -1,9 +1,13 @@
 """What the reference endpoint answers: the scripted Holo Step for a request, as a completion.
 
-The task is the first user message's ``<task>`` block and the step index the number of assistant
-turns already in the conversation (a re-ask adds none, so it gets the same step again). The step
-is ``policy(instruction, step_index, request)`` when a policy is given and returns one, else
-``solutions[instruction][step_index]``, else (past the solution's end) :data:`DONE_STEP`; a task
+The task is named by the request's ``user`` field (the agent sends its task's id there,
+:attr:`computer_env.base.ComputerEnv.task_key`; a model server ignores it): its solution is
+``solutions[solution_key(id)]``; without one (a client that sends no id, or an id without a
+solution) the first user message's ``<task>`` block is the key, ``solutions[instruction]``. Keyed
+by id, two tasks with the same instruction each play their own solution. The step index is the
+number of assistant turns already in the conversation (a re-ask adds none, so it gets the same
+step again). The step is ``policy(instruction, step_index, request)`` when a policy is given and
+returns one, else the solution's step, else (past the solution's end) :data:`DONE_STEP`; a task
 with neither raises :class:`NoSolution`. The completion carries ``usage`` (:mod:`.usage`) and a
 ``reasoning_content``.
 """
@@ -38,6 +42,15 @@ class NoSolution(LookupError):
                          f"({instruction[:80]!r}); it plays scripted solutions only")
 
 
+TASK_PREFIX = "task:"
+
+
+def solution_key(task_key: str) -> str:
+    """The ``solutions`` key of the task whose id is ``task_key`` (instructions are the other
+    keys)."""
+    return TASK_PREFIX + task_key
+
+
 def validate_solutions(solutions: dict[str, list[dict[str, Any]]]) -> None:
     """Raise ``ValueError`` naming the task and step of the first step that is not a Step."""
     for instruction, steps in solutions.items():
@@ -56,9 +69,12 @@ def next_step(body: dict[str, Any], solutions: dict[str, list[dict[str, Any]]],
     index = sum(m.get("role") == "assistant" for m in messages)
     step = policy(instruction, index, body) if policy else None
     if step is None:
-        if instruction not in solutions:
-            raise NoSolution(instruction)
-        steps = solutions[instruction]
+        task = body.get("user")
+        steps = solutions.get(solution_key(task)) if isinstance(task, str) and task else None
+        if steps is None:
+            if instruction not in solutions:
+                raise NoSolution(instruction)
+            steps = solutions[instruction]
         step = steps[index] if index < len(steps) else DONE_STEP
     return step, index, instruction
 

@@ -41,6 +41,7 @@ import fixtures.benchmarks.osworld_setup as osworld_setup
 from computer_env.desktop.client import DesktopClient
 from computer_env.errors import SetupError
 from computer_env.osworld import EvaluatorUnsupported
+from holo_agent.reference import solution_key
 from polling import wait_for
 
 _done: set[str] = set()
@@ -172,6 +173,7 @@ def _wrong_solutions(request: pytest.FixtureRequest) -> None:
     task, _ = request.getfixturevalue("osworld_task")
     if task.id in wrong:
         ws = request.getfixturevalue("worker_state")
-        ws.reference.solutions[task.instruction] = [{
-            "note": None, "thought": "give up at once",
-            "tool_call": {"tool_name": "answer", "content": "DONE"}}]
+        give_up = [{"note": None, "thought": "give up at once",
+                    "tool_call": {"tool_name": "answer", "content": "DONE"}}]
+        ws.reference.solutions[task.instruction] = give_up
+        ws.reference.solutions[solution_key(task.case_id)] = give_up  # what it matches first
