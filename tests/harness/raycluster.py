@@ -43,8 +43,11 @@ def free_port() -> int:
 class TwoNodeCluster:
     """Head (127.0.0.1) + one node (127.0.0.2), ``desktops`` of resource ``desktop`` each."""
 
-    def __init__(self, desktops: int = 2) -> None:
+    def __init__(self, desktops: int = 2, head_desktops: int | None = None) -> None:
+        """``desktops`` of resource ``desktop`` on the second node, ``head_desktops`` (default:
+        as many) on the head."""
         self.desktops = desktops
+        self.head_desktops = desktops if head_desktops is None else head_desktops
         self.base = Path(tempfile.mkdtemp(prefix="rt", dir="/tmp"))  # socket paths stay short
         self.port = free_port()
         self.address = f"{HEAD_IP}:{self.port}"
@@ -52,9 +55,10 @@ class TwoNodeCluster:
 
     def _start(self, name: str, *args: str) -> None:
         log = open(self.base / f"{name}.log", "wb")
+        desktops = self.head_desktops if name == "head" else self.desktops
         self.procs[name] = subprocess.Popen(
             [RAY, "start", "--block", "--num-cpus=1", "--disable-usage-stats",
-             f"--resources={json.dumps({'desktop': self.desktops})}",
+             f"--resources={json.dumps({'desktop': desktops})}",
              f"--temp-dir={self.base / name}",
              f"--dashboard-agent-listen-port={free_port()}", *args],
             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
