@@ -26,6 +26,7 @@ from pydantic import BaseModel, Field
 from computer_env.errors import EvaluatorCrash, EvaluatorInfraError, InfraError
 from computer_env.osworld.context import TaskContext, substitute
 from computer_env.osworld.errors import EvaluatorUnsupported, Unsupported
+from computer_env.osworld.scorer_budget import cpu_budget
 from computer_env.osworld.setup import SetupReport, check_steps, run_setup
 from computer_env.osworld.shim import EvalEnv, check_cdp, seed_cloud_files, stopped_apps
 from computer_env.osworld.tasks import Task
@@ -221,7 +222,8 @@ def _score_one(resolved: _Resolved, env: EvalEnv, idx: int, func: str, result_sp
                 raise EvaluatorInfraError(f"expected getter {expected_spec.get('type')!r}: "
                                           f"file not found: {exc}") from exc
             detail.expected = preview(expected_state)
-            value = metric(result_state, expected_state, **options)
+            with cpu_budget(result_state, expected_state):  # a far larger result: limited
+                value = metric(result_state, expected_state, **options)
         else:
             value = metric(result_state, **options)
     except (Unsupported, EvaluatorInfraError):

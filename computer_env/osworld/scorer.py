@@ -39,6 +39,7 @@ import logging
 import multiprocessing
 import multiprocessing.connection
 import os
+import signal
 import threading
 import time
 from collections.abc import Sequence
@@ -81,6 +82,36 @@ class ScorerFailed(EvaluatorInfraError):
     rerun, then unscored)."""
 
     category = "scorer"
+
+
+class EvaluatorAborted(ScorerFailed):
+    """The scoring process died of a fault in C (SIGABRT, SIGSEGV, SIGBUS, SIGILL, SIGFPE) while
+    an evaluation read what the agent left. Unscored by itself (a reader may be broken on any
+    input); the harness makes it the agent's 0 (``evaluator_crash``) once the same evaluation
+    ran cleanly on the task's initial state (``fixtures.cases.integrity``)."""
+
+    def __init__(self, message: str, *, signal_name: str = "") -> None:
+        super().__init__(message)
+        self.signal_name = signal_name
+
+
+C_FAULTS = frozenset({signal.SIGABRT, signal.SIGSEGV, signal.SIGBUS, signal.SIGILL,
+                      signal.SIGFPE})
+"""Deaths of the scoring process that are a reader's fault in C."""
+
+
+def _died(process: BaseProcess, what: str, reads_agent_state: bool) -> Exception:
+    """The error for a scoring process that died during ``what``: a metric past its CPU
+    budget (SIGXCPU, :mod:`.scorer_budget`) is the agent's 0; a fault in C while reading the
+    agent's state is :class:`EvaluatorAborted`; anything else the environment's."""
+    how = f"the scoring process (pid {process.pid}) {death(process)} during {what}"
+    code = -(process.exitcode or 0)
+    if reads_agent_state and code == signal.SIGXCPU:
+        return EvaluatorTimedOut(f"{how}: a metric ran past its CPU budget on a result far "
+                                 "larger than the task's expected file (it was stopped)")
+    if reads_agent_state and code in C_FAULTS:
+        return EvaluatorAborted(how, signal_name=signal.Signals(code).name)
+    return ScorerFailed(how)
 
 
 class Scorer:
@@ -162,8 +193,7 @@ class Scorer:
                     kind, value, records, self.rss_mib, overrun = conn.recv()
                 except (EOFError, OSError) as exc:
                     process.join(5.0)
-                    raise ScorerFailed(f"the scoring process (pid {process.pid}) "
-                                       f"{death(process)} during {what}") from exc
+                    raise _died(process, what, reads_agent_state) from exc
             except BaseException:
                 self._stop(kill=True)
                 raise
@@ -283,7 +313,7 @@ def explain_files(result: Path | str, expected: Path | str, *, func: str = "",
     return scorer().explain_files(result, expected, func=func, options=options)
 
 
-__all__ = ["HOST_SHARE", "MEMORY_CAP_ENV", "MEMORY_CAP_MIB", "MIN_CAP_MIB", "RSS_LIMIT_MIB",
+__all__ = ["C_FAULTS", "EvaluatorAborted", "HOST_SHARE", "MEMORY_CAP_ENV", "MEMORY_CAP_MIB", "MIN_CAP_MIB", "RSS_LIMIT_MIB",
            "SETUP_TIMEOUT_S", "Scorer", "ScorerFailed", "TASKS_PER_PROCESS", "TIMEOUT_S",
            "close_scorer", "ensure_supported", "evaluate", "explain_files", "memory_cap",
            "run_setup", "scorer"]

@@ -33,6 +33,7 @@ from computer_env.desktop.client import DesktopClient
 from computer_env.desktop.gateway import OSWorldGateway, with_gateway
 from computer_env.desktop.providers.base import DesktopHandle
 from computer_env.errors import EvaluatorOutOfMemory
+from computer_env.osworld import scorer_budget
 from computer_env.osworld.context import TaskContext
 from computer_env.osworld.scorer_wire import ContextSpec, LogCapture, describe
 from computer_env.osworld.tasks import Task
@@ -260,6 +261,7 @@ def serve(conn: multiprocessing.connection.Connection, parent: int, cap_mib: int
     log level, args, kwargs)`` from ``conn`` until it closes; answer ``(kind, value, log records,
     RSS in MiB, how the job overran the cap or None)``."""
     _limit_memory(cap_mib)
+    scorer_budget.enable()  # a metric on a result far larger than expected: a CPU budget
     threading.Thread(target=_exit_with_parent, args=(parent,), daemon=True).start()
     root = logging.getLogger()
     capture = LogCapture()

@@ -18,6 +18,10 @@
 - ``CHAOS_UNREACHABLE=<task_id,...>``: every attempt of these tasks finds the desktop killed;
 - ``CHAOS_EVAL_UNSUPPORTED=<task_id,...>``: OSWorld's evaluator of these tasks raises
   ``EvaluatorUnsupported`` at evaluation time (a metric this environment lacks);
+- ``CHAOS_EVAL_ABORT=<task_id,...>``: the first evaluation of these tasks after the agent
+  kills the scoring process with SIGABRT (a reader's fault in C; the control evaluation on the
+  initial state then runs cleanly); ``CHAOS_EVAL_ABORT_ALWAYS=<task_id,...>``: every
+  evaluation of these tasks does, the control's too;
 - ``CHAOS_HARNESS_BUG=<task_id,...>``: the evaluation of these tasks hits a harness bug, an
   ``AttributeError`` raised while handling a ``ConnectionRefusedError``;
 - ``CHAOS_AHEAD_SETUP_FAIL=<task_id,...>``: the setup steps of these tasks fail (a
@@ -41,6 +45,7 @@ import fixtures.benchmarks.osworld_setup as osworld_setup
 from computer_env.desktop.client import DesktopClient
 from computer_env.errors import SetupError
 from computer_env.osworld import EvaluatorUnsupported
+from computer_env.osworld.scorer import scorer
 from holo_agent.reference import solution_key
 from polling import wait_for
 
@@ -137,6 +142,11 @@ def pytest_configure(config: pytest.Config) -> None:
     def evaluate(task: Any, ctx: Any) -> Any:
         if task.id in _ids("CHAOS_EVAL_UNSUPPORTED"):
             raise EvaluatorUnsupported("metric 'chaos_metric'", "not in this environment")
+        if task.id in _ids("CHAOS_EVAL_ABORT_ALWAYS") or (
+                task.id in _ids("CHAOS_EVAL_ABORT") and f"abort:{task.id}" not in _done):
+            _done.add(f"abort:{task.id}")
+            scorer().call("scorer_fault_jobs:abort", f"the evaluation of {task.case_id}",
+                          reads_agent_state=True)
         if task.id in _ids("CHAOS_HARNESS_BUG"):
             try:
                 raise ConnectionRefusedError("the desktop refused")
