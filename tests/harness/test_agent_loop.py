@@ -268,13 +268,37 @@ def test_429_retry_after_is_honoured() -> None:
     assert waited >= 0.95, f"Retry-After: 1 not honoured (backoff 0.01s), took {waited:.2f}s"
 
 
-def test_request_breaking_a_convention_raises_harness_request_error() -> None:
-    """An agent configured beyond the endpoint's image budget builds requests it rejects."""
+def test_more_images_than_the_endpoint_takes_is_a_configuration_error() -> None:
+    """An agent configured beyond the endpoint's image budget: the endpoint refuses with vLLM's
+    own words ("At most N image(s) may be provided in one prompt"), which the client reads as
+    the configuration's fault, naming --image-budget (vLLM's real answer: test_vllm_real.py)."""
     steps = [s("wait", seconds=0)] * 5
     with ReferenceEndpoint({TASK: steps}, image_budget=3) as ep:
-        with pytest.raises(HarnessRequestError, match="image-budget") as info:
+        with pytest.raises(ConfigurationError, match="--image-budget") as info:
             agent(ep.url, image_budget=4).run(MemoryEnv(TASK), max_steps=5)
-    assert info.value.status == 400 and "4 images sent" in info.value.server_message
+    assert "takes at most 3 image(s) per prompt" in str(info.value)
+    assert "4 images sent" in str(info.value)
+
+
+def test_request_breaking_a_convention_raises_harness_request_error() -> None:
+    """A request that breaks a loop convention the endpoint checks (here: the reasoning fed
+    back in an assistant turn) is the harness's bug: HarnessRequestError, HTTP 400."""
+    steps = [s("wait", seconds=0)] * 3
+    with ReferenceEndpoint({TASK: steps}) as ep:
+        a = agent(ep.url)
+        plain = a.request_body
+
+        def with_reasoning(conv):  # type: ignore[no-untyped-def]
+            body = plain(conv)
+            for m in body["messages"]:
+                if m["role"] == "assistant":
+                    m["reasoning_content"] = "thinking"
+            return body
+
+        a.request_body = with_reasoning  # type: ignore[method-assign]
+        with pytest.raises(HarnessRequestError, match="assistant-step-json") as info:
+            a.run(MemoryEnv(TASK), max_steps=3)
+    assert info.value.status == 400 and "reasoning fed back" in info.value.server_message
 
 
 def test_api_key_is_sent_as_bearer_and_not_leaked() -> None:

@@ -29,12 +29,12 @@ from computer_env.errors import ConfigurationError, ModelEndpointError
 from fixtures.cases.endpoints import (
     Endpoint,
     EndpointChooser,
-    VllmServers,
     attach,
     free_port,
     list_models,
     normalize_base_url,
 )
+from fixtures.cases.vllm_serve import VllmServers
 from fixtures.run.run_start import builtin_solutions_by_instruction
 from holo_agent.client import ChatClient
 from holo_agent.reference import ReferenceEndpoint
@@ -322,7 +322,8 @@ def test_attach_run_sends_the_api_key_and_never_writes_it(tmp_path: Path, refere
     assert result["versions"]["endpoint"] == a.url  # worker 0 prefers the first endpoint
     assert result["artifact_dir"].startswith("holo-test/")
     # the endpoint refuses chat requests without the key (401): it answered, so the key was sent
-    assert a.request_count >= 2 and b.request_count == 0
+    # b: only the image-budget check every endpoint gets before any task
+    assert a.request_count >= 2 and b.request_count == 1
     assert "REFERENCE POLICY" not in run.output
     # no key in any file of the run (summary.json/csv, report, result, trajectory, replay,
     # watch page, logs) nor on the terminal
@@ -347,7 +348,7 @@ def test_attach_run_from_environment_variables(tmp_path: Path, reference_pair) -
     (result,) = run.results().values()
     assert result["outcome"] == "passed", result
     assert result["versions"]["endpoint"] == b.url
-    assert b.request_count >= 2 and a.request_count == 0
+    assert b.request_count >= 2 and a.request_count == 1  # a: the image-budget check
     assert _files_containing(tmp_path, SECRET) == []
 
 
@@ -355,6 +356,7 @@ def test_attach_run_from_environment_variables(tmp_path: Path, reference_pair) -
 def _fake_env(records: Path, **extra: str) -> dict[str, str]:
     records.mkdir(parents=True, exist_ok=True)
     return {"PATH": f"{FAKE_VLLM_DIR}{os.pathsep}{os.environ.get('PATH', '')}",
+            "HOLO_SERVE_DEVICE": "gpu",  # the double stands in for GPU servers
             "FAKE_VLLM_PYTHON": sys.executable, "FAKE_VLLM_RECORD_DIR": str(records), **extra}
 
 
