@@ -38,6 +38,11 @@ EMBEDDED_DIFFERENCES: tuple[str, ...] = (
     "sudo has no root to give: a command run with sudo runs as the user, so the files it "
     "creates are owned by the user, and what needs real root (apt, adding users) fails",
     "each desktop is a sandbox on the host, not a VM: no systemd services, no snap packages",
+    "a grab of the X server by a client of the desktop is found by the guest server in "
+    "seconds, its grabber killed and the case scored 0 (x_grab); on OSWorld's VM server a grab "
+    "hangs the harness",
+    "a screen resized inside the desktop reaches the model at the task's size (top left of a "
+    "black screen), noted on the step; a changed keymap is noted too",
     "OCR metrics (easyocr, which needs torch) are not installed: their tasks skip",
     "pyautogui types '<' as '<' (the pc105 keymap's extra key is remapped; with X's default "
     "keymap, as on a stock VM, pyautogui presses shift + that key and types '>')",
