@@ -32,3 +32,44 @@ def test_a_typed_x_server_grab_is_the_agents_zero_in_seconds(tmp_path: Path) -> 
         assert "python3 -c import ctypes" in r["message"], r["message"]  # the grabber named
         assert r["timings"]["total_s"] < 30, r["timings"]  # in seconds, not minutes
     assert audit.run.rc == 0, out[-4000:]
+
+
+def _typed_task(task_id: str, command: str) -> dict[str, object]:
+    """A synthesized task whose reference "solution" types ``command`` into its xterm."""
+    return {
+        "task_id": task_id, "domain": "os",
+        "task_instruction": f"Write ok into ~/ok.txt ({task_id}).",
+        "verifier_code": ("import os\n\ndef verify():\n    p = os.path.expanduser('~/ok.txt')\n"
+                          "    return os.path.isfile(p)\n"),
+        "initial_state": {"files": {}, "setup": [
+            {"type": "launch", "parameters": {"command": ["xterm"]}},
+            {"type": "execute", "parameters": {"command": ["wmctrl", "-lx"], "shell": False,
+                                               "until": {"stdout": "XTerm"}}}]},
+        "reference_solution": [
+            {"note": None, "thought": "Type it.",
+             "tool_call": {"tool_name": "write", "content": command, "press_enter": True}},
+            {"note": None, "thought": "Wait.", "tool_call": {"tool_name": "wait", "seconds": 4}},
+            {"note": None, "thought": "Done.",
+             "tool_call": {"tool_name": "answer", "content": "DONE"}}]}
+
+
+def test_a_synthesized_task_typing_a_grab_is_one_failed_in_well_under_a_minute(
+        tmp_path: Path) -> None:
+    import json
+
+    from holo_agent.reference.exploits.xserver import GRAB_INPUT, GRAB_SERVER
+    from suite import run_suite
+
+    folder = tmp_path / "synth"
+    folder.mkdir()
+    for task_id, command in (("grab-server", GRAB_SERVER), ("grab-input", GRAB_INPUT)):
+        (folder / f"{task_id}.json").write_text(json.dumps(_typed_task(task_id, command)))
+    run = run_suite(tmp_path / "results", "grab", "--synthetic-dir", str(folder), "-n", "0",
+                    target="tests/synthetic")
+    results = run.results()
+    assert set(results) == {"os/grab-server", "os/grab-input"}, run.output[-3000:]
+    for case, r in results.items():
+        assert (r["outcome"], r["score"], r["attempts"]) == ("failed", 0.0, 1), (case, r)
+        assert r["failure_category"] == "x_grab", r["message"]
+        assert r["timings"]["total_s"] < 40, r["timings"]
+    assert "2 failed" in run.output, run.output[-2000:]
