@@ -98,7 +98,7 @@ def test_unknown_provider_names_the_option_and_the_known_ones(name: str) -> None
         with pytest.raises(ConfigurationError) as info:
             call()
         assert "--provider" in str(info.value)
-        assert "local, docker, remote, osworld:<name>" in str(info.value)
+        assert "local, docker, remote, ray, osworld:<name>" in str(info.value)
 
 
 def test_preflight_of_providers_without_checks_is_empty() -> None:
