@@ -1,9 +1,11 @@
 """Grabs of a desktop's X server as the client sees them (``GET /x_grabs``).
 
 The guest server finds and releases a grab of its X server (``server/xwatch.py``) and counts
-them in every screenshot's ``X-Grabs`` header; :class:`XServerGrabbed` is what an environment
-raises when that count grew while the agent had the desktop: the agent's side took the X
-server from the harness, a scored 0 (``x_grab``), never an unscored time-out.
+those it released by killing a client of the desktop in every screenshot's ``X-Grabs``
+header; :class:`XServerGrabbed` is what an environment raises when that count grew while the
+agent had the desktop: the agent's side took the X server from the harness, a scored 0
+(``x_grab``), never an unscored time-out. A grab no such kill released is listed (``released``
+false) but is nobody's fault the harness can name: not counted.
 """
 
 from __future__ import annotations
@@ -38,6 +40,11 @@ class XServerGrabbed(Exception):
         super().__init__(describe(grabs))
 
 
+def released(grabs: list[XGrabRecord]) -> list[XGrabRecord]:
+    """The grabs the desktop's side held (released by killing one of its clients)."""
+    return [g for g in grabs if g.released]
+
+
 def describe(grabs: list[XGrabRecord]) -> str:
     """One line for a failure message."""
     parts = [(f"held {g.held_s:g} s by {g.grabber}, killed" if g.released
@@ -45,4 +52,4 @@ def describe(grabs: list[XGrabRecord]) -> str:
     return "the desktop's X server was grabbed: " + "; ".join(parts or ["(no detail)"])
 
 
-__all__ = ["XGrabRecord", "XGrabReport", "XServerGrabbed", "describe"]
+__all__ = ["XGrabRecord", "XGrabReport", "XServerGrabbed", "describe", "released"]

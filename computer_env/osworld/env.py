@@ -9,7 +9,7 @@ import time
 from PIL import Image
 
 from computer_env.base import ComputerEnv, InputEvent, Observation, StepResult, TypeText, Wait
-from computer_env.desktop.grabs import XServerGrabbed
+from computer_env.desktop.grabs import XServerGrabbed, released
 from computer_env.osworld.actions import describe, to_pyautogui
 from computer_env.osworld.code_action import run_code
 from computer_env.osworld.context import TaskContext
@@ -58,7 +58,7 @@ class OSWorldComputerEnv(ComputerEnv):
         if self._grabs_before is None:
             self._grabs_before = seen or 0
         elif seen is not None and seen > self._grabs_before:
-            raise XServerGrabbed(client.x_grabs().grabs[self._grabs_before:])
+            raise XServerGrabbed(released(client.x_grabs().grabs)[self._grabs_before:])
         keymap_notice = None
         if self._keymap_before is None:
             self._keymap_before = client.keymap_seen or ""

@@ -79,6 +79,25 @@ def test_a_grab_is_found_and_its_client_killed_in_seconds(
 
 
 @needs_xvfb
+def test_a_grab_held_by_the_servers_own_side_is_listed_not_counted_and_nothing_killed(
+        xvfb: tuple[str, subprocess.Popen[bytes]]) -> None:
+    """``nested``: only the nest's processes are the desktop's side; a grabber in this
+    process's own pid namespace (here: the test's child) is never killed, and the grab is not
+    the agent's (``released`` false, not in the count the harness reads)."""
+    display, x = xvfb
+    watch = XWatch(display, x.pid, nested=True)
+    grabber = _client(display, GRAB, "grabbed")
+    try:
+        wait_for(lambda: watch.grabs, "the grab to be looked into", 15, interval=0.05)
+        (grab,) = watch.grabs
+        assert not grab.released and grab.grabber == "" and "did not release" in grab.detail
+        assert watch.released() == 0 and grabber.poll() is None
+    finally:
+        grabber.kill()
+        watch.close()
+
+
+@needs_xvfb
 def test_a_stopped_x_server_is_no_grab_and_kills_nothing(
         xvfb: tuple[str, subprocess.Popen[bytes]]) -> None:
     display, x = xvfb

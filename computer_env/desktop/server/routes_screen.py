@@ -39,8 +39,8 @@ def screenshot() -> Response:
         f"grab;dur={shot.grab_ms:.2f}, encode;dur={shot.encode_ms:.2f}"
     )
     watch = state().xwatch
-    if watch is not None:  # how many grabs of the X server were found (GET /x_grabs)
-        response.headers["X-Grabs"] = str(len(watch.grabs))
+    if watch is not None:  # grabs released by killing a client of the desktop (GET /x_grabs)
+        response.headers["X-Grabs"] = str(watch.released())
         response.headers["X-Keymap"] = watch.keymap() or ""  # a digest: changed inside?
     return response
 

@@ -109,6 +109,11 @@ class XWatch:
         for thread in self._threads:
             thread.start()
 
+    def released(self) -> int:
+        """How many grabs were released by killing a client of the desktop (the desktop's side
+        held them; one that no such kill released is not counted)."""
+        return sum(g.released for g in self.grabs)
+
     def snapshot(self) -> dict[str, Any]:
         """What ``GET /x_grabs`` answers."""
         return {"grabs": [asdict(g) for g in self.grabs], "watching": self._threads[0].is_alive(),
