@@ -151,3 +151,24 @@ def test_closing_during_a_set_up_ahead_ends_it_and_leaves_no_desktop(tmp_path: P
     assert not [t for t in threading.enumerate() if t.name == "setup-ahead"]
     assert not folder.exists()
     assert _gone(made, pids)
+
+
+def test_a_set_up_left_at_session_end_is_closed_not_reset(tmp_path: Path) -> None:
+    made: list[LocalSandboxProvider] = []
+    pool = _pool(made)
+    ahead = AheadSetup(pool)
+    released: list[str] = []
+    folder = tmp_path / "work"
+    folder.mkdir()
+    try:
+        pool.acquire()
+        assert ahead.start("case-2", _mark, release=released.append, work_folder=folder)
+        wait_for(ahead.prepared, "the set-up ahead to end", timeout=120)
+        pids = [pid for p in made for pid in p.pids()]
+    finally:
+        ahead.close()  # -x, or the last case failed: the next case never runs
+        pool.close()
+    assert released == ["setup-ahead"] and not folder.exists()
+    assert not ahead.start("case-3", _mark, release=released.append)  # closed: nothing starts
+    assert not [t for t in threading.enumerate() if t.name in ("setup-ahead", "spare-desktop")]
+    assert _gone(made, pids) and len(made) == 2
