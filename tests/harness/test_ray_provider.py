@@ -83,8 +83,7 @@ def leftovers(c: TwoNodeCluster, run: str) -> list[str]:
     return ([f"actor {a}" for a in c.named_actors() if f"-{run}-" in a]
             + desktop_processes(c)
             + [f"netns of {p}" for p in netns.owner_pids() if p in workers]
-            + [f"cgroup {d}" for d in session_cgroups() if any(
-                d.name.endswith(f"-{p}") or f"-{p}." in d.name for p in workers)])
+            + [f"cgroup {d}" for p in workers for d in session_cgroups(p)])
 
 
 def assert_nothing_left(c: TwoNodeCluster, run: str, timeout: float = 30) -> None:
@@ -220,3 +219,29 @@ def test_node_killed_during_a_case_is_rerun_never_zero(
     wait_for(lambda: len(cluster.alive_nodes()) == 1, "the killed node to be marked dead",
              timeout=60, interval=1.0)
     assert_nothing_left(cluster, "raykill")
+
+    # a worker that dies (no teardown at all): Ray ends its actor with it, and the run's end
+    # sweep removes the network namespace and cgroup the SIGKILLed actor could not
+    dying = subprocess.run([sys.executable, "-c", DYING_DRIVER, cluster.address],
+                           capture_output=True, text=True, timeout=180, cwd=ROOT)
+    assert dying.returncode == 0 and "ACTOR" in dying.stdout, dying.stderr[-2000:]
+    actor_pid = int(dying.stdout.split("ACTOR")[1].split()[0])
+    wait_for(lambda: not psutil.pid_exists(actor_pid), "the dead driver's actor to end", 60,
+             interval=0.5)
+    assert [a for a in cluster.named_actors() if "-dying-" in a] == []
+    swept = cluster.query("from computer_env.desktop.providers.ray_cluster import sweep_nodes\n"
+                          f"out = sweep_nodes({cluster.address!r})")
+    assert any(v["slots"] for v in swept.values()), swept  # the namespace it left, removed
+    assert actor_pid not in netns.owner_pids()
+    assert session_cgroups(actor_pid) == []
+
+
+DYING_DRIVER = """
+import os, sys
+from computer_env.desktop.providers.registry import ProviderOptions, make_provider
+p = make_provider("ray", ProviderOptions(ray_address=sys.argv[1], run_id="dying",
+                                         screen=(800, 600)))
+p.start()
+print("ACTOR", p.where["pid"], flush=True)
+os._exit(0)
+"""

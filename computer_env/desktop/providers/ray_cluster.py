@@ -7,10 +7,13 @@ the embedded default never imports Ray (import-linter keeps everything else off 
 
 from __future__ import annotations
 
+import atexit
 import logging
+import signal
 import threading
 import time
-from collections.abc import Iterator
+import weakref
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -37,10 +40,18 @@ def ray_module() -> Any:
 
 def connect(address: str) -> Any:
     """Join the cluster at ``address`` (``auto``: the one this host's ``ray start`` made) as a
-    driver in :data:`NAMESPACE`, once per process; the ``ray`` module."""
+    driver in :data:`NAMESPACE`, once per process; the ``ray`` module.
+
+    ``ray.init`` replaces the SIGTERM handler with a plain ``sys.exit``: the run's own (SIGTERM
+    ends the run like Ctrl-C, so the pool's teardown stops every desktop on its node) is put
+    back. Ray's exit hook disconnects the driver, which makes Ray SIGKILL its actors: a hook
+    registered after it (so run before it) closes the desktops still open first
+    (:func:`on_exit`)."""
     ray = ray_module()
     with _connect_lock:
         if not ray.is_initialized():
+            main = threading.current_thread() is threading.main_thread()
+            previous = signal.getsignal(signal.SIGTERM) if main else None
             try:
                 ray.init(address=address, namespace=NAMESPACE, log_to_driver=False,
                          configure_logging=False)
@@ -49,7 +60,30 @@ def connect(address: str) -> Any:
                     f"--ray-address {address}: no Ray cluster answers there "
                     f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})"
                 ) from None
+            finally:
+                if previous is not None:
+                    signal.signal(signal.SIGTERM, previous)
+            atexit.register(_close_at_exit)
     return ray
+
+
+_at_exit: list[weakref.WeakMethod[Callable[[], None]]] = []
+
+
+def on_exit(close: Callable[[], None]) -> None:
+    """Call the bound method ``close`` at interpreter exit, before Ray disconnects this driver
+    (held weakly: a provider that is gone needs no closing)."""
+    _at_exit.append(weakref.WeakMethod(close))  # type: ignore[arg-type]
+
+
+def _close_at_exit() -> None:
+    for ref in reversed(_at_exit):
+        if (close := ref()) is None:
+            continue
+        try:
+            close()
+        except Exception:  # noqa: BLE001 - exit must go on
+            log.exception("closing a desktop at exit failed")
 
 
 def actor_prefix(run_id: str | None, controller_pid: int) -> str:
@@ -196,5 +230,5 @@ def ray_faults(what: str, resource: str, address: str) -> Iterator[None]:
 
 
 __all__ = ["ACTOR_PREFIX", "NAMESPACE", "actor_prefix", "check_resources", "connect",
-           "describe", "kill_run_actors", "per_node", "raise_answer", "ray_faults",
+           "describe", "kill_run_actors", "on_exit", "per_node", "raise_answer", "ray_faults",
            "ray_module", "sweep_nodes"]

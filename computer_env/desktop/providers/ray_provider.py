@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from computer_env.desktop.gateway import OSWorldGateway, with_gateway
 from computer_env.desktop.providers.base import DesktopHandle, DesktopProvider
 from computer_env.desktop.providers.ray_cluster import (actor_prefix, check_resources, connect,
-                                                        raise_answer, ray_faults)
+                                                        on_exit, raise_answer, ray_faults)
 from computer_env.errors import DesktopNodeLost
 
 if TYPE_CHECKING:
@@ -67,6 +67,7 @@ class RayProvider(DesktopProvider):
         self._allowed: set[int] = set()
         self.where: dict[str, Any] = {}
         """the node of the current actor (``node_id``, ``node_ip``, ``host``, ``pid``)"""
+        self._exit_hooked = False
 
     @classmethod
     def from_options(cls, opts: ProviderOptions, variant: str = "") -> RayProvider:
@@ -88,6 +89,9 @@ class RayProvider(DesktopProvider):
         if self._handle is not None:
             return self._handle
         ray = connect(self.address)
+        if not self._exit_hooked:
+            on_exit(self.close)
+            self._exit_hooked = True
         from computer_env.desktop.providers.ray_actor import DesktopActor
 
         worker = self.opts.worker_id or os.environ.get("PYTEST_XDIST_WORKER", "main")
