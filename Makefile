@@ -105,7 +105,7 @@ run:
 
 # The project's own tests (what CI runs; `make docker-image` first, or the Docker tests skip).
 test:
-	$(PYTEST) tests/harness -n 2
+	$(PYTEST) tests/harness -n 2 --dist loadgroup
 
 # Types and layers (configured in pyproject.toml: [tool.mypy], [tool.importlinter]); CI runs it
 # before the tests.

@@ -19,7 +19,7 @@ from computer_env.base import ComputerEnv
 from holo_agent.client import ChatClient, ChatResponse, split_credentials
 from holo_agent.conversation import Conversation
 from holo_agent.errors import ContextOverflow
-from holo_agent.images import SentImage, prepare_image
+from holo_agent.images import SentImage, prepare_image, qwen_image_tokens
 from holo_agent.prompt import build_system_prompt
 from holo_agent.records import StepRecord, Trajectory, TurnTimes
 from holo_agent.recorder import Recorder
@@ -214,6 +214,7 @@ class HoloComputerAgent:
                 traj.end, traj.error = "context_overflow", str(exc)
                 return None, asked
             rec = self._new_record(traj, step_i, reask, resp, img, shot)
+            rec.image_tokens_est = conv.images_sent() * qwen_image_tokens(img.width, img.height)
             asked.append(rec)
             try:
                 step = parse_step(resp.content, self.code_actions)

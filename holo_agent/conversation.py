@@ -91,6 +91,10 @@ class Conversation:
         """Append a re-ask naming the problem with the last output."""
         self._turns.append(_Text("user", reask_text(reason)))
 
+    def images_sent(self) -> int:
+        """How many screenshots the next request carries (the last ``image_budget``)."""
+        return min(self.image_budget, sum(isinstance(t, _Obs) for t in self._turns))
+
     def messages(self) -> list[dict[str, Any]]:
         """The OpenAI chat messages for the next request, with old screenshots evicted."""
         n_obs = sum(isinstance(t, _Obs) for t in self._turns)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import logging
+import math
 from dataclasses import dataclass
 
 from PIL import Image
@@ -57,3 +58,29 @@ def extension_for(mime: str) -> str:
     """File extension for an image mime type."""
     return {"image/png": ".png", "image/jpeg": ".jpg", "image/jpg": ".jpg",
             "image/webp": ".webp", "image/gif": ".gif"}.get(mime.lower(), ".bin")
+
+
+# Qwen-VL's image arithmetic (Holo3.1's family, Qwen3.5: 16-pixel patches merged 2x2, so one
+# token per 32x32 pixels; transformers' ``smart_resize``): the harness's own estimate of the
+# image tokens of a request, recorded beside the server's count
+QWEN_PATCH, QWEN_MERGE = 16, 2
+QWEN_MIN_PIXELS, QWEN_MAX_PIXELS = 65536, 16777216
+
+
+def qwen_image_tokens(width: int, height: int, *, patch: int = QWEN_PATCH,
+                      merge: int = QWEN_MERGE, min_pixels: int = QWEN_MIN_PIXELS,
+                      max_pixels: int = QWEN_MAX_PIXELS) -> int:
+    """The ``<|image_pad|>`` tokens a Qwen-VL processor gives one ``width`` x ``height`` image:
+    each side rounded to a multiple of ``patch * merge``, the area scaled into
+    [``min_pixels``, ``max_pixels``] keeping the aspect ratio (1920x1080: 1920x1088, 2040)."""
+    factor = patch * merge
+    h, w = round(height / factor) * factor, round(width / factor) * factor
+    if h * w > max_pixels:
+        beta = math.sqrt(height * width / max_pixels)
+        h = max(factor, math.floor(height / beta / factor) * factor)
+        w = max(factor, math.floor(width / beta / factor) * factor)
+    elif h * w < min_pixels:
+        beta = math.sqrt(min_pixels / (height * width))
+        h = math.ceil(height * beta / factor) * factor
+        w = math.ceil(width * beta / factor) * factor
+    return (h // factor) * (w // factor)

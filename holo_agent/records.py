@@ -88,6 +88,9 @@ class StepRecord(BaseModel):
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     reasoning_tokens: int | None = None
+    # the harness's own estimate of the request's image tokens (Qwen-VL arithmetic,
+    # holo_agent.images.qwen_image_tokens), beside the server's prompt_tokens that include them
+    image_tokens_est: int | None = None
     note: str | None = None
     thought: str | None = None
     tool_call: dict[str, Any] | None = None
