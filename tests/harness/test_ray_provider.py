@@ -245,3 +245,31 @@ p.start()
 print("ACTOR", p.where["pid"], flush=True)
 os._exit(0)
 """
+
+
+@pytest.mark.skipif(not HAVE_RAY, reason="ray is not installed")
+def test_ray_failures_are_the_environments() -> None:
+    """A dead actor or node is ``DesktopNodeLost`` (an ``InfraError``: rerun, then unscored), a
+    call past its time ``VMStartError``; the actor's own errors come back as their class."""
+    from ray import exceptions as rx
+
+    from computer_env.desktop.providers.ray_cluster import raise_answer, ray_faults
+    from computer_env.errors import (ConfigurationError, DesktopNodeLost, InfraError,
+                                     ResourceLimitError, VMStartError)
+
+    for exc in (rx.ActorDiedError(), rx.RayActorError(), rx.ActorUnavailableError("gone", None)):
+        with pytest.raises(DesktopNodeLost) as info, ray_faults("resetting", "desktop", "x:1"):
+            raise exc
+        assert isinstance(info.value, InfraError)
+        assert info.value.category == "desktop_node_lost"
+    with pytest.raises(VMStartError, match="timed out"), ray_faults("starting", "desktop", "x:1"):
+        raise rx.GetTimeoutError("late")
+    error = {"kind": "infra", "cls": "ResourceLimitError", "message": "memory", "detail": "d"}
+    with pytest.raises(ResourceLimitError, match="memory"):
+        raise_answer({"error": error})
+    with pytest.raises(VMStartError):  # a name that is no InfraError of ours
+        raise_answer({"error": {**error, "cls": "KeyError"}})
+    with pytest.raises(ConfigurationError, match="no bwrap"):
+        raise_answer({"error": {"kind": "config", "cls": "ConfigurationError",
+                                "message": "no bwrap"}})
+    assert raise_answer({"url": "http://n:1"}) == {"url": "http://n:1"}

@@ -20,6 +20,7 @@ only on the node (the worker names it by path); the class is made a Ray actor by
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import socket
@@ -56,11 +57,15 @@ class DesktopActor:
     """One desktop on this node, for the worker at ``worker_ip`` (see module)."""
 
     def __init__(self, kind: str, options: Any, worker_ip: str) -> None:
-        """``kind`` is ``local`` or ``docker``; ``options`` the run's ``ProviderOptions``."""
+        """``kind`` is ``local`` or ``docker``; ``options`` the run's ``ProviderOptions``. The
+        controller pid a Docker container is labelled with becomes this actor's: the owner
+        that lives on this node (a later sweep here keeps a live actor's container and removes
+        a dead one's; the pytest controller's pid means nothing on this host)."""
         from computer_env.desktop.providers.registry import make_provider
 
         self.kind = kind
         self.worker_ip = worker_ip
+        options = dataclasses.replace(options, controller_pid=os.getpid())
         self.provider: DesktopProvider = make_provider(kind, options)
         self.node_ip = self._node_ip()
         self.node_id = self._node_id()

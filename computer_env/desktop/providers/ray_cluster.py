@@ -223,10 +223,12 @@ def ray_faults(what: str, resource: str, address: str) -> Iterator[None]:
         raise DesktopNodeLost(f"{what}: the desktop's Ray actor or node died "
                               f"({type(exc).__name__})", detail=str(exc)) from exc
     except rx.GetTimeoutError as exc:
-        free = {ip: n for ip, n in per_node(ray, resource).items()}
+        try:
+            has = describe(per_node(ray, resource))
+        except Exception:  # noqa: BLE001 - the timeout is the error to report
+            has = "unknown (the cluster did not answer)"
         raise VMStartError(f"{what}: timed out (the cluster at {address} has {resource!r}: "
-                           f"{describe(free)}; all in use, or the desktop did not come up)"
-                           ) from exc
+                           f"{has}; all in use, or the desktop did not come up)") from exc
 
 
 __all__ = ["ACTOR_PREFIX", "NAMESPACE", "actor_prefix", "check_resources", "connect",
