@@ -34,13 +34,15 @@ DOMAINS: dict[str, tuple[int, float]] = {
 @dataclass(frozen=True)
 class ProviderCost:
     """Per-task desktop costs: ``boot_s`` to get a fresh desktop, ``swap_s`` to switch to an
-    already-booted spare, ``env_factor`` multiplying in-desktop time per step."""
+    already-booted spare, ``env_factor`` multiplying in-desktop time per step, ``step_s`` added
+    to each step (a Ray-placed desktop: every request crosses its node's door)."""
 
     name: str
     boot_s: float
     swap_s: float = 0.0
     prewarm: bool = False
     env_factor: float = 1.0
+    step_s: float = 0.0
 
 
 PROVIDERS: dict[str, ProviderCost] = {
@@ -48,6 +50,10 @@ PROVIDERS: dict[str, ProviderCost] = {
     "docker-kvm+spare": ProviderCost("docker-kvm+spare", boot_s=25.0, swap_s=1.5, prewarm=True),
     "docker-tcg": ProviderCost("docker-tcg", boot_s=80.0, env_factor=2.5),
     "local": ProviderCost("local", boot_s=1.0),
+    # --provider ray (docs/scale.md, scripts/ray_bench.py): the reset is the node's own; each
+    # step pays the door (+0.11 s of harness time per turn measured on a loaded 2-core host)
+    "ray": ProviderCost("ray", boot_s=1.0, step_s=0.11),
+    "ray+docker-kvm": ProviderCost("ray+docker-kvm", boot_s=25.0, step_s=0.11),
 }
 
 
@@ -62,9 +68,10 @@ class Task:
     setup_s: float
     estimate: float = 0.0  # the scheduler's duration estimate (noisy)
 
-    def base_duration(self, latency_s: float, env_factor: float = 1.0) -> float:
+    def base_duration(self, latency_s: float, env_factor: float = 1.0,
+                      step_s: float = 0.0) -> float:
         """Seconds at an idle endpoint (no contention), without the reset."""
-        return self.setup_s + self.steps * (latency_s + self.env_s * env_factor)
+        return self.setup_s + self.steps * (latency_s + self.env_s * env_factor + step_s)
 
 
 @dataclass
@@ -182,7 +189,7 @@ def simulate(tasks: Sequence[Task], *, workers: int, endpoints: int, schedule: s
             push(now + model.latency(concurrent[e]), w, "answer")
         elif kind == "answer":
             concurrent[e] -= 1
-            push(now + task.env_s * provider.env_factor, w, "acted")
+            push(now + task.env_s * provider.env_factor + provider.step_s, w, "acted")
         else:  # acted
             remaining[w] -= 1
             if remaining[w] > 0:
@@ -191,7 +198,8 @@ def simulate(tasks: Sequence[Task], *, workers: int, endpoints: int, schedule: s
                 busy[w] = now
                 makespan = max(makespan, now)
                 next_task(w, now)
-    work = [t.base_duration(model.latency_s, provider.env_factor) for t in tasks]
+    work = [t.base_duration(model.latency_s, provider.env_factor, provider.step_s)
+            for t in tasks]
     return Result(makespan=makespan, ideal=sum(work) / workers, longest=max(work), busy=busy)
 
 
