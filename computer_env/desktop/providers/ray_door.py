@@ -3,15 +3,18 @@
 A local desktop's server, Chrome DevTools and VLC ports listen on the sandbox's veth address
 (``10.77.N.2``), which only its own host can route to. The actor opens one TCP forward per port
 on the node's cluster address (the one Ray knows the node by) to that guest address, and accepts
-a connection only from the worker that owns the desktop: from its host's address, and, when that
-is this host, from a socket of this host user (:mod:`computer_env.peers`). The guest server still
-wants its bearer token on every request; the DevTools and VLC ports have no token of their own,
-as on OSWorld's VM, so the address check is what guards them (Ray's own ports are open to every
-host of the cluster: a Ray cluster's network must be trusted in any case).
+a connection only from the worker that owns the desktop: from its host's address. The guest
+server wants its bearer token on every request (as on the sandbox's own address, which every user
+of the node's host can reach); the DevTools and VLC ports have no token of their own, as on
+OSWorld's VM, so when the worker is on this host their forwards also want a socket of this host
+user (:mod:`computer_env.peers`; it reads the kernel's TCP table, ~0.5-3 ms a connection, which
+the server's forward, crossed by every request of the agent's turn, does not pay). Ray's own
+ports are open to every host of the cluster: a Ray cluster's network must be trusted anyway.
 """
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import logging
 import socket
@@ -25,8 +28,10 @@ from computer_env.peers import same_user
 log = logging.getLogger(__name__)
 
 
+@functools.lru_cache(maxsize=256)
 def _is_local(ip: str) -> bool:
-    """Is ``ip`` one of this host's addresses (loopback, or bound here)?"""
+    """Is ``ip`` one of this host's addresses (loopback, or bound here)? (Cached: a door sees
+    the same few addresses.)"""
     addr = ipaddress.ip_address(ip.split("%")[0])
     if addr.is_loopback:
         return True
@@ -39,15 +44,18 @@ def _is_local(ip: str) -> bool:
 
 
 class DoorForward(socketserver.ThreadingTCPServer):
-    """``bind_ip:<any>`` -> ``target``, for connections from ``peer_ip`` only."""
+    """``bind_ip:<any>`` -> ``target``, for connections from ``peer_ip`` only (and, with
+    ``check_user``, from a socket of this host user when that address is this host's)."""
 
     daemon_threads = True
     allow_reuse_address = True
 
-    def __init__(self, bind_ip: str, target: tuple[str, int], peer_ip: str) -> None:
+    def __init__(self, bind_ip: str, target: tuple[str, int], peer_ip: str, *,
+                 check_user: bool = True) -> None:
         self.target = target
         self.peer_ip = peer_ip
         self.peer_is_local = _is_local(peer_ip)
+        self.check_user = check_user
         super().__init__((bind_ip, 0), _Pipe)
 
     @property
@@ -62,15 +70,19 @@ class DoorForward(socketserver.ThreadingTCPServer):
             log.warning("node door %s: refused a connection from %s (only %s may connect)",
                         self.server_address, ip, self.peer_ip)
             return False
-        return not _is_local(ip) or same_user(request, client_address, what="node door")
+        if not self.check_user or not self.peer_is_local:
+            return True
+        return same_user(request, client_address, what="node door")
 
 
 class NodeDoor:
-    """The forwards of one desktop (``server``, ``cdp``, ``vlc``) on ``bind_ip``."""
+    """The forwards of one desktop (``server``, ``cdp``, ``vlc``) on ``bind_ip``; the token-less
+    ones check the connecting user too (see module)."""
 
     def __init__(self, bind_ip: str, peer_ip: str, targets: dict[str, tuple[str, int]]) -> None:
         self.bind_ip = bind_ip
-        self.forwards = {name: DoorForward(bind_ip, target, peer_ip)
+        self.forwards = {name: DoorForward(bind_ip, target, peer_ip,
+                                           check_user=name != "server")
                          for name, target in targets.items()}
         self._threads = [threading.Thread(target=fwd.serve_forever, daemon=True,
                                           name=f"node-door-{name}")
