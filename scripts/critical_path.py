@@ -34,10 +34,21 @@ TARGET_RATIO = 1.15
 
 def from_run(run_dir: Path, workers: int) -> CriticalPath | None:
     """The split of a finished run (its result files, its summary's wall-clock)."""
-    summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
-    run = summary.get("run") or {}
+    path = run_dir / "summary.json"
+    if not path.is_file():
+        return None
+    run = json.loads(path.read_text(encoding="utf-8")).get("run") or {}
     scan = scan_results(run_dir)
     return critical_path(scan.results, run.get("wall_s"), workers)
+
+
+def run_load(run_dir: Path) -> float | None:
+    """The host's load averaged over a finished run's model turns (its summary)."""
+    path = run_dir / "summary.json"
+    if not path.is_file():
+        return None
+    harness = json.loads(path.read_text(encoding="utf-8")).get("harness") or {}
+    return harness.get("load_mean")
 
 
 def run_suite(results: Path, name: str, workers: int, delay: float,
@@ -54,14 +65,22 @@ def run_suite(results: Path, name: str, workers: int, delay: float,
     return proc.returncode, time.monotonic() - t0
 
 
-def row(label: str, c: CriticalPath | None, load: tuple[float, float], rc: int = 0
+def row(label: str, c: CriticalPath | None, load: tuple[float, float] | None, rc: int = 0
         ) -> dict[str, object]:
-    """One table row (a dict, for ``--json`` too)."""
-    out: dict[str, object] = {"run": label, "rc": rc, "load_before": round(load[0], 2),
-                              "load_after": round(load[1], 2)}
+    """One table row (a dict, for ``--json`` too); ``load``: before and after the run (None:
+    a finished run read back, whose load is in its summary's harness section)."""
+    out: dict[str, object] = {"run": label, "rc": rc,
+                              "load_before": None if load is None else round(load[0], 2),
+                              "load_after": None if load is None else round(load[1], 2)}
     if c is not None:
         out.update(c.model_dump())
     return out
+
+
+def load_text(r: dict[str, object]) -> str:
+    if r["load_before"] is None:
+        return f"mean {r.get('load_mean')}" if r.get("load_mean") is not None else "?"
+    return f"{r['load_before']}->{r['load_after']}"
 
 
 def print_table(rows: list[dict[str, object]]) -> None:
@@ -78,7 +97,7 @@ def print_table(rows: list[dict[str, object]]) -> None:
         print(f"{r['run']:16} {r['wall_s']:>7} {r['ideal_s']:>7} {ratio!s:>6} "
               f"{r['setup_s']:>6} {r['scoring_s']:>6} {r['agent_other_s']:>6} "
               f"{r['idle_s']:>6} {r['prepared_ahead']!s:>5}  "
-              f"{r['load_before']}->{r['load_after']}{mark}")
+              f"{load_text(r)}{mark}")
     print(f"(seconds per worker; ratio = wall / ideal, target <= {TARGET_RATIO}; "
           f"{os.cpu_count()} cores)")
 
@@ -97,8 +116,8 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[dict[str, object]] = []
     if args.runs is not None:
         for run_dir in args.runs:
-            load = os.getloadavg()[0]
-            rows.append(row(run_dir.name, from_run(run_dir, workers[0]), (load, load)))
+            rows.append(row(run_dir.name, from_run(run_dir, workers[0]), None))
+            rows[-1]["load_mean"] = run_load(run_dir)
     else:
         with tempfile.TemporaryDirectory(prefix="critical-path-") as tmp:
             results = args.results_dir or Path(tmp)
