@@ -6,6 +6,7 @@ grab; the case is the agent's 0, ``x_grab``, in seconds."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from pathlib import Path
@@ -13,6 +14,8 @@ from pathlib import Path
 import pytest
 
 from audit_suite import audit_run
+from holo_agent.reference.exploits.xserver import GRAB_INPUT, GRAB_SERVER
+from suite import run_suite
 
 pytestmark = [
     pytest.mark.desktop,
@@ -55,11 +58,6 @@ def _typed_task(task_id: str, command: str) -> dict[str, object]:
 
 def test_a_synthesized_task_typing_a_grab_is_one_failed_in_well_under_a_minute(
         tmp_path: Path) -> None:
-    import json
-
-    from holo_agent.reference.exploits.xserver import GRAB_INPUT, GRAB_SERVER
-    from suite import run_suite
-
     folder = tmp_path / "synth"
     folder.mkdir()
     for task_id, command in (("grab-server", GRAB_SERVER), ("grab-input", GRAB_INPUT)):
