@@ -34,6 +34,10 @@ SYSTEM_CONFIG = {"health_check_period_ms": 1000, "health_check_failure_threshold
                  "health_check_timeout_ms": 1000}
 
 
+class _NodeExited(AssertionError):
+    """The second node's ``ray start`` gave up."""
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -54,7 +58,7 @@ class TwoNodeCluster:
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
 
     def _start(self, name: str, *args: str) -> None:
-        log = open(self.base / f"{name}.log", "wb")
+        log = open(self.base / f"{name}.log", "ab")
         desktops = self.head_desktops if name == "head" else self.desktops
         self.procs[name] = subprocess.Popen(
             [RAY, "start", "--block", "--num-cpus=1", "--disable-usage-stats",
@@ -66,18 +70,38 @@ class TwoNodeCluster:
         log.close()
 
     def start(self) -> TwoNodeCluster:
-        """Start both nodes and wait until the cluster lists both alive."""
-        self._start("head", "--head", f"--port={self.port}", f"--node-ip-address={HEAD_IP}",
-                    "--include-dashboard=false", f"--dashboard-port={free_port()}",
-                    f"--ray-client-server-port={free_port()}",
-                    f"--system-config={json.dumps(SYSTEM_CONFIG)}")
-        wait_for(self._gcs_answers, f"the Ray head's GCS on {self.address}", timeout=90,
-                 interval=0.3)
-        self._start("node", f"--address={self.address}", f"--node-ip-address={NODE_IP}",
-                    "--node-manager-port=0", "--object-manager-port=0")
-        wait_for(lambda: len(self.alive_nodes()) == 2, "both Ray nodes to be alive",
-                 timeout=120, interval=1.0)
+        """Start both nodes and wait until the cluster lists both alive; on failure nothing is
+        left running. ``ray start`` gives a node 30 s to register (fixed in Ray): on a loaded
+        host the second node may give up, so it is started again, at most 3 times."""
+        try:
+            self._start("head", "--head", f"--port={self.port}",
+                        f"--node-ip-address={HEAD_IP}", "--include-dashboard=false",
+                        f"--dashboard-port={free_port()}",
+                        f"--ray-client-server-port={free_port()}",
+                        f"--system-config={json.dumps(SYSTEM_CONFIG)}")
+            wait_for(self._gcs_answers, f"the Ray head's GCS on {self.address}", timeout=90,
+                     interval=0.3)
+            for attempt in range(3):
+                self._start("node", f"--address={self.address}",
+                            f"--node-ip-address={NODE_IP}", "--node-manager-port=0",
+                            "--object-manager-port=0")
+                try:
+                    wait_for(self._both_alive, "both Ray nodes to be alive", timeout=120,
+                             interval=1.0)
+                    return self
+                except _NodeExited:
+                    self._kill_group(self.procs["node"])  # what it left (a raylet)
+                    if attempt == 2:
+                        raise
+        except BaseException:
+            self.close()
+            raise
         return self
+
+    def _both_alive(self) -> bool:
+        if self.procs["node"].poll() is not None:
+            raise _NodeExited(f"ray start (node) exited: {self.log('node')[-1500:]}")
+        return len(self.alive_nodes()) == 2
 
     def _gcs_answers(self) -> bool:
         for name, proc in self.procs.items():
@@ -137,16 +161,20 @@ class TwoNodeCluster:
                 pids.add(int(m.group(1)))
         return pids
 
+    @staticmethod
+    def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
     def close(self) -> None:
         """Kill both nodes' process groups and whatever else they started (Ray's own stop
         takes ~15 s a node; a test cluster keeps nothing worth a graceful stop), then remove
         the temp dirs."""
         rest = self.descendants()
         for proc in self.procs.values():
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+            self._kill_group(proc)
         for child in rest:
             try:
                 child.kill()
