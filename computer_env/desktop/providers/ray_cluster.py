@@ -38,9 +38,11 @@ def ray_module() -> Any:
     return ray
 
 
-def connect(address: str) -> Any:
+def connect(address: str, *, during_run: bool = False) -> Any:
     """Join the cluster at ``address`` (``auto``: the one this host's ``ray start`` made) as a
-    driver in :data:`NAMESPACE`, once per process; the ``ray`` module.
+    driver in :data:`NAMESPACE`, once per process; the ``ray`` module. A cluster that does not
+    answer is the user's ``ConfigurationError`` before the run, and the environment's
+    ``VMStartError`` ``during_run`` (the preflight found it: it went away since).
 
     ``ray.init`` replaces the SIGTERM handler with a plain ``sys.exit``: the run's own (SIGTERM
     ends the run like Ctrl-C, so the pool's teardown stops every desktop on its node) is put
@@ -56,7 +58,8 @@ def connect(address: str) -> Any:
                 ray.init(address=address, namespace=NAMESPACE, log_to_driver=False,
                          configure_logging=False)
             except (ConnectionError, RuntimeError, ValueError) as exc:
-                raise ConfigurationError(
+                cls = VMStartError if during_run else ConfigurationError
+                raise cls(
                     f"--ray-address {address}: no Ray cluster answers there "
                     f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})"
                 ) from None
@@ -219,7 +222,7 @@ def ray_faults(what: str, resource: str, address: str) -> Iterator[None]:
     try:
         yield
     except (rx.RayActorError, rx.ActorUnavailableError, rx.NodeDiedError,
-            rx.ObjectLostError, rx.OwnerDiedError) as exc:
+            rx.ObjectLostError, rx.OwnerDiedError, rx.RaySystemError) as exc:
         raise DesktopNodeLost(f"{what}: the desktop's Ray actor or node died "
                               f"({type(exc).__name__})", detail=str(exc)) from exc
     except rx.GetTimeoutError as exc:

@@ -88,7 +88,7 @@ class RayProvider(DesktopProvider):
     def start(self) -> DesktopHandle:
         if self._handle is not None:
             return self._handle
-        ray = connect(self.address)
+        ray = connect(self.address, during_run=True)
         if not self._exit_hooked:
             on_exit(self.close)
             self._exit_hooked = True
@@ -119,7 +119,7 @@ class RayProvider(DesktopProvider):
     def reset(self) -> DesktopHandle:
         if self._actor is None or self._handle is None:
             return self.start()
-        ray = connect(self.address)
+        ray = connect(self.address, during_run=True)
         with ray_faults("resetting the Ray desktop", self.resource, self.address):
             answer = raise_answer(ray.get(self._actor.reset.remote(), timeout=CALL_TIMEOUT))
         handle = self._from_answer(answer)
@@ -130,7 +130,7 @@ class RayProvider(DesktopProvider):
         """The actor answers and its desktop's server does (a dead node or actor: False)."""
         if self._actor is None:
             return False
-        ray = connect(self.address)
+        ray = connect(self.address, during_run=True)
         try:
             with ray_faults("checking the Ray desktop", self.resource, self.address):
                 return bool(ray.get(self._actor.is_alive.remote(), timeout=ALIVE_TIMEOUT))
@@ -141,14 +141,14 @@ class RayProvider(DesktopProvider):
     def limit_breaches(self) -> list[str]:
         if self._actor is None:
             return []
-        ray = connect(self.address)
+        ray = connect(self.address, during_run=True)
         with ray_faults("reading the Ray desktop's limits", self.resource, self.address):
             return list(ray.get(self._actor.limit_breaches.remote(), timeout=CALL_TIMEOUT))
 
     def allow_host_port(self, port: int) -> None:
         self._allowed.add(int(port))
         if self._actor is not None:
-            ray = connect(self.address)
+            ray = connect(self.address, during_run=True)
             with ray_faults("opening a port for the Ray desktop", self.resource, self.address):
                 ray.get(self._actor.allow_host_port.remote(int(port)), timeout=CALL_TIMEOUT)
 
