@@ -273,3 +273,32 @@ def test_ray_failures_are_the_environments() -> None:
         raise_answer({"error": {"kind": "config", "cls": "ConfigurationError",
                                 "message": "no bwrap"}})
     assert raise_answer({"url": "http://n:1"}) == {"url": "http://n:1"}
+
+
+def test_a_worker_on_another_host_is_reached_through_reverse_forwards() -> None:
+    """When the worker is not on the desktop's node, each host port the desktop may reach
+    (asset server, proxy) is forwarded from the sandbox's side of the node (``guest_host``,
+    the port the guest was told) to the worker's host. One host plays both: the worker's
+    service on 127.0.0.1, the node's sandbox side on 127.0.0.3."""
+    from computer_env.desktop.providers.base import DesktopHandle
+    from computer_env.desktop.providers.ray_actor import DesktopActor
+
+    with socket.socket() as service:
+        service.bind(("127.0.0.1", 0))
+        service.listen()
+        port = service.getsockname()[1]
+        actor = object.__new__(DesktopActor)  # the forwarding part alone, no Ray, no desktop
+        actor.same_host, actor.worker_ip, actor.allowed, actor.reverse = False, "127.0.0.1", \
+            {port}, {}
+        actor._reverse(DesktopHandle(url="http://127.0.0.3:5000", token="t",
+                                     guest_host="127.0.0.3"))
+        try:
+            with socket.create_connection(("127.0.0.3", port), timeout=5) as c:
+                c.sendall(b"asset?")
+                conn, _ = service.accept()
+                with conn:
+                    assert conn.recv(6) == b"asset?"
+        finally:
+            for fwd in actor.reverse.values():
+                fwd.shutdown()
+                fwd.server_close()
