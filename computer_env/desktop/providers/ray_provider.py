@@ -44,6 +44,16 @@ CLOSE_TIMEOUT = 30.0
 _seq = itertools.count()
 
 
+_REMOTE: dict[type, Any] = {}
+
+
+def _remote_class(ray: Any, cls: type) -> Any:
+    """``ray.remote(cls)``, made once per process (each call would export the class again)."""
+    if cls not in _REMOTE:
+        _REMOTE[cls] = ray.remote(cls)
+    return _REMOTE[cls]
+
+
 def _worker_ip() -> str:
     """This worker's address as the cluster sees it (what the node's door lets in)."""
     import ray
@@ -97,7 +107,7 @@ class RayProvider(DesktopProvider):
         worker = self.opts.worker_id or os.environ.get("PYTEST_XDIST_WORKER", "main")
         name = (f"{actor_prefix(self.opts.run_id, self.opts.controller_pid)}{worker}-"
                 f"{os.getpid()}-{next(_seq)}")
-        actor_cls = ray.remote(DesktopActor)
+        actor_cls = _remote_class(ray, DesktopActor)
         strategy = "SPREAD" if self.opts.ray_placement == "spread" else "DEFAULT"
         what = f"starting desktop actor {name}"
         try:
