@@ -39,7 +39,6 @@ import logging
 import multiprocessing
 import multiprocessing.connection
 import os
-import signal
 import threading
 import time
 from collections.abc import Sequence
@@ -47,17 +46,16 @@ from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import Any
 
-from computer_env.errors import (
-    EvaluatorInfraError, EvaluatorOutOfMemory, EvaluatorTimedOut,
-)
+from computer_env.errors import EvaluatorOutOfMemory, EvaluatorTimedOut
 from computer_env.osworld.context import TaskContext
 from computer_env.osworld.evaluate import EvalResult
 from computer_env.osworld.scorer_cap import (
     HOST_SHARE, MEMORY_CAP_ENV, MEMORY_CAP_MIB, MIN_CAP_MIB, memory_cap,
 )
 from computer_env.osworld.scorer_child import serve
+from computer_env.osworld.scorer_faults import C_FAULTS, EvaluatorAborted, ScorerFailed, died
 from computer_env.osworld.scorer_wire import (
-    ContextSpec, RemoteError, cpu_seconds, death, rebuild, replay_logs,
+    ContextSpec, RemoteError, cpu_seconds, rebuild, replay_logs,
 )
 from computer_env.osworld.setup import SetupReport
 from computer_env.osworld.tasks import SetupStep, Task
@@ -77,41 +75,6 @@ TASKS_PER_PROCESS = 40
 """Jobs before the scoring process is replaced (what a metric leaves behind goes with it)."""
 RSS_LIMIT_MIB = 1500.0
 """A scoring process this large after a job is replaced."""
-class ScorerFailed(EvaluatorInfraError):
-    """The scoring process died or outran its time during a job (the environment's failure:
-    rerun, then unscored)."""
-
-    category = "scorer"
-
-
-class EvaluatorAborted(ScorerFailed):
-    """The scoring process died of a fault in C (SIGABRT, SIGSEGV, SIGBUS, SIGILL, SIGFPE) while
-    an evaluation read what the agent left. Unscored by itself (a reader may be broken on any
-    input); the harness makes it the agent's 0 (``evaluator_crash``) once the same evaluation
-    ran cleanly on the task's initial state (``fixtures.cases.integrity``)."""
-
-    def __init__(self, message: str, *, signal_name: str = "") -> None:
-        super().__init__(message)
-        self.signal_name = signal_name
-
-
-C_FAULTS = frozenset({signal.SIGABRT, signal.SIGSEGV, signal.SIGBUS, signal.SIGILL,
-                      signal.SIGFPE})
-"""Deaths of the scoring process that are a reader's fault in C."""
-
-
-def _died(process: BaseProcess, what: str, reads_agent_state: bool) -> Exception:
-    """The error for a scoring process that died during ``what``: a metric past its CPU
-    budget (SIGXCPU, :mod:`.scorer_budget`) is the agent's 0; a fault in C while reading the
-    agent's state is :class:`EvaluatorAborted`; anything else the environment's."""
-    how = f"the scoring process (pid {process.pid}) {death(process)} during {what}"
-    code = -(process.exitcode or 0)
-    if reads_agent_state and code == signal.SIGXCPU:
-        return EvaluatorTimedOut(f"{how}: a metric ran past its CPU budget on a result far "
-                                 "larger than the task's expected file (it was stopped)")
-    if reads_agent_state and code in C_FAULTS:
-        return EvaluatorAborted(how, signal_name=signal.Signals(code).name)
-    return ScorerFailed(how)
 
 
 class Scorer:
@@ -193,7 +156,7 @@ class Scorer:
                     kind, value, records, self.rss_mib, overrun = conn.recv()
                 except (EOFError, OSError) as exc:
                     process.join(5.0)
-                    raise _died(process, what, reads_agent_state) from exc
+                    raise died(process, what, reads_agent_state) from exc
             except BaseException:
                 self._stop(kill=True)
                 raise
