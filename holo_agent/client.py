@@ -11,7 +11,8 @@ fails if that changes): ``min(backoff_max, backoff_base * 2**retry)``, or the se
 minutes). After the retries the call raises :class:`computer_env.errors.ModelEndpointError`.
 HTTP 400/404/422 raise :class:`HarnessRequestError`, except two 400s whose text vLLM words
 for a cause of its own: a conversation past the model's context ("This model's maximum context
-length is N tokens") raises :class:`holo_agent.errors.ContextOverflow` (the model's failure),
+length is N tokens", or with images "Input length (L) exceeds model's maximum context length
+(N)") raises :class:`holo_agent.errors.ContextOverflow` (the model's failure),
 and more images than the server takes ("At most N image(s) may be provided in one prompt")
 raises ``ConfigurationError`` naming ``--image-budget`` and the server's limit. 401/403 raise
 ``ConfigurationError``; any other status is endpoint trouble, not retried.
@@ -43,7 +44,10 @@ log = logging.getLogger(__name__)
 
 # vLLM's wording of its two 400s that are not a malformed request (vllm.renderers.params,
 # vllm.multimodal.processing.context); matched against the error body's text
-CONTEXT_OVERFLOW = re.compile(r"maximum context length is (\d+) tokens", re.IGNORECASE)
+# (two wordings: the renderer's for a text prompt, the API server's once images are counted)
+CONTEXT_OVERFLOW = re.compile(r"maximum context length is (\d+) tokens"
+                              r"|exceeds model's maximum context length \((\d+)\)",
+                              re.IGNORECASE)
 IMAGE_LIMIT = re.compile(r"At most (\d+) image\(s\) may be provided", re.IGNORECASE)
 
 NO_KEY = "no-key"  # openai needs some key; without one the Authorization header is omitted
@@ -189,7 +193,7 @@ class ChatClient:
     def _status_error(self, exc: openai.APIStatusError) -> Exception:
         status, text = exc.status_code, exc.response.text
         if status == 400 and (m := CONTEXT_OVERFLOW.search(text)):
-            return ContextOverflow(status, text[:2000], int(m.group(1)))
+            return ContextOverflow(status, text[:2000], int(m.group(1) or m.group(2)))
         if status == 400 and (m := IMAGE_LIMIT.search(text)):
             return ConfigurationError(
                 f"model endpoint {self.base_url} takes at most {m.group(1)} image(s) per prompt "

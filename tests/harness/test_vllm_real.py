@@ -33,6 +33,7 @@ from fixtures.cases.vllm_serve import VLLM_VENV, VllmServers
 from holo_agent import HoloComputerAgent, parse_step
 from holo_agent.client import ChatClient
 from holo_agent.conversation import Conversation
+from holo_agent.errors import ContextOverflow, HarnessRequestError
 from holo_agent.images import qwen_image_tokens
 from holo_agent.reference import ReferenceEndpoint
 from memenv import MemoryEnv
@@ -171,6 +172,48 @@ def test_more_images_than_the_server_takes_is_a_configuration_error_as_with_the_
 
 
 @shared
+def test_the_stand_in_refuses_what_vllm_refuses_and_only_the_loops_conventions_more(
+        server: Endpoint) -> None:
+    """The reference endpoint against the real server, request by request. Both take the
+    loop's own request; both refuse a prompt past the model's context (the stand-in with its
+    ``context=N`` fault, worded as vLLM words it: the client's ContextOverflow either way) and
+    more images than allowed (above). What the stand-in refuses beyond vLLM are Holo's loop
+    conventions, which a server cannot know: vLLM answers a request with ``tools`` and one
+    that feeds the reasoning back, the stand-in names the broken rule."""
+    agent = agent_for(server)
+    task = "Create report.txt in the home folder."
+    answer = [{"note": None, "thought": "done", "tool_call": {"tool_name": "answer",
+                                                               "content": "DONE"}}]
+    real = ChatClient(server.url, max_retries=0, timeout=600)
+    try:
+        with ReferenceEndpoint({task: answer}, model_name=server.model,
+                               faults=f"context={SERVER_LEN}") as ref:
+            stand_in = ChatClient(ref.url, max_retries=0)
+            ok = loop_body(agent, 1) | {"max_tokens": 8}
+            assert real.complete(ok).usage["prompt_tokens"] < SERVER_LEN
+            assert stand_in.complete(ok).content
+            huge = loop_body(agent, 1, (5120, 2880)) | {"max_tokens": 8}
+            for client in (real, stand_in):
+                with pytest.raises(ContextOverflow) as info:
+                    client.complete(huge)
+                assert info.value.max_tokens == SERVER_LEN
+            conventions = {
+                "no-tools": ok | {"tools": [{"type": "function", "function": {
+                    "name": "click", "parameters": {"type": "object"}}}]},
+                "assistant-step-json": loop_body(agent, 2) | {"max_tokens": 8},
+            }
+            conventions["assistant-step-json"]["messages"][2]["reasoning_content"] = "hmm"
+            for rule, body in conventions.items():
+                assert real.complete(body).usage["prompt_tokens"] > 0  # vLLM takes it
+                with pytest.raises(HarnessRequestError, match=rule):
+                    stand_in.complete(body)
+            stand_in.close()
+    finally:
+        real.close()
+        agent.close()
+
+
+@shared
 def test_structured_outputs_make_noise_well_formed_and_without_them_it_is_the_models_zero(
         server: Endpoint) -> None:
     """With the Step schema (vLLM's structured_outputs.json) every answer that has content is
@@ -240,7 +283,8 @@ def test_base_url_run_with_the_real_judge_is_scored_with_a_replay(server: Endpoi
 def test_a_conversation_past_the_context_is_the_models_scored_zero(server: Endpoint,
                                                                    tmp_path: Path) -> None:
     """A 5120x2880 screen makes the first screenshot 14400 image tokens: with the prompt it
-    passes the server's 16384. vLLM answers 400 "maximum context length"; the case is scored
+    passes the server's 16384. vLLM answers 400 "Input length (22201) exceeds model's maximum
+    context length (16384)" (its wording once images are counted); the case is scored
     (0, failure_category context_overflow), the refused turn is recorded, nothing is rerun."""
     run = _run(tmp_path, "overflow", "--base-url", server.url, "--screen", "5120x2880",
                timeout=900)
@@ -249,7 +293,7 @@ def test_a_conversation_past_the_context_is_the_models_scored_zero(server: Endpo
     assert result["outcome"] == "failed" and result["score"] == 0.0, result
     assert result["failure_category"] == "context_overflow", result
     assert result["agent_end"] == "context_overflow"
-    assert "maximum context length is 16384" in result["message"]
+    assert "exceeds model's maximum context length (16384)" in result["message"]
     assert result["attempts"] == 1
     (turn,) = [json.loads(x) for x in (run.run_dir / result["artifact_dir"] / "traj.jsonl")
                .read_text().splitlines()]
@@ -268,28 +312,30 @@ def test_the_audit_persuades_no_real_judge_into_a_pass(server: Endpoint, tmp_pat
     assert run.rc == 0, run.output[-3000:]
     (result,) = run.results().values()
     assert result["score"] == 0.0 and result["judge"]["status"] in ("scored", "unscored")
-    assert "harness flaw" not in run.output
+    assert "audit: 0 harness flaw(s)" in run.output, run.output[-3000:]
 
 
 @shared
 @pytest.mark.desktop
 def test_a_server_killed_mid_case_is_the_environments_unscored(server: Endpoint,
                                                                tmp_path: Path) -> None:
-    """The shared server is killed (its whole process group) after the case's first model
-    turn: the case is rerun, then unscored as the endpoint's failure, never a 0. Last of the
-    group: the server does not come back."""
+    """The shared server is killed (its whole process group) the moment the case's first
+    screenshot is saved, i.e. while the agent's first request is on its way (a prefill of
+    ~10,000 tokens takes over a second here): the case is rerun, then unscored as the
+    endpoint's failure, never a 0. Last of the group: the server does not come back."""
+    port = int(server.url.rsplit(":", 1)[1].split("/")[0])
+    pids = [int(p) for p in subprocess.run(["fuser", f"{port}/tcp"], capture_output=True,
+                                           text=True).stdout.split()]
+    assert pids, "no process listens on the server's port"
+    group = os.getpgid(pids[0])
     tag = uuid.uuid4().hex
     child = start_suite(tmp_path, "killed", "--base-url", server.url, "--max-steps", "30",
                         "--task-list", str(task_list_file(tmp_path, ONE_CASE)), "-n", "0",
                         *FAST, env={"HOLO_TEST_TAG": tag}, log=tmp_path / "child.log")
     try:
-        wait_for(lambda: list((tmp_path / "killed").rglob("step_001.*")),
-                 "the case's second step against the real server", 600, interval=0.2)
-        port = int(server.url.rsplit(":", 1)[1].split("/")[0])
-        pids = [int(p) for p in subprocess.run(
-            ["fuser", f"{port}/tcp"], capture_output=True, text=True).stdout.split()]
-        assert pids, "no process listens on the server's port"
-        os.killpg(os.getpgid(pids[0]), signal.SIGKILL)
+        wait_for(lambda: list((tmp_path / "killed").rglob("step_000.*")),
+                 "the case's first screenshot", 600, interval=0.02)
+        os.killpg(group, signal.SIGKILL)
         assert child.wait(timeout=600) in (0, 1), (tmp_path / "child.log").read_text()[-3000:]
     finally:
         kill_group(child)
