@@ -4,15 +4,18 @@ Measured, over ``--runs`` each, for both providers: start-up of one desktop (for
 placement, the actor's process, the desktop on its node, the node's door; ``actor_only_s`` is an
 empty actor's start alone), reset to ready, and the per-turn path through the worker's client
 (a PNG screenshot, a JPEG screenshot, one click through the fast action path). ``--suite`` also
-runs the built-in smoke suite with ``-n 1`` on each provider and prints its harness time per
-model turn (``summary.json`` ``harness.non_model_s``: settle + action + screenshot + record)
-and the median reset of its cases.
+runs the built-in smoke suite with ``-n 1 --spare-desktop off`` (each case pays its reset) on
+each provider, ``--rounds`` times alternating
+(the host is shared: a busy spell then hits both), and prints the medians of its harness time
+per model turn (``summary.json`` ``harness.non_model_s``: settle + action + screenshot +
+record) and of its cases' reset.
 
 Without ``--ray-address`` it starts its own two-node cluster on this host (head 127.0.0.1, a
 node on 127.0.0.2, as the tests do: ``tests/harness/raycluster.py``) and removes it after;
 the Ray desktop is placed on the second node, so every request crosses its door.
 
-    .venv/bin/python scripts/ray_bench.py [--runs 5] [--suite] [--ray-address HOST:PORT] [--json]
+    .venv/bin/python scripts/ray_bench.py [--runs 5] [--suite [--rounds 2]]
+        [--ray-address HOST:PORT] [--json]
 """
 
 from __future__ import annotations
@@ -111,6 +114,7 @@ def actor_only(address: str, runs: int) -> float:
 def suite(provider_args: list[str], tmp: Path, run: str) -> dict[str, float]:
     """The smoke suite with ``-n 1``: harness time per turn and the cases' median reset."""
     cmd = [sys.executable, "-m", "pytest", "tests/osworld", "-m", "smoke", "-n", "1", "-q",
+           "--spare-desktop", "off",  # the same reset path on both (auto differs by provider)
            "--results-dir", str(tmp), "--run", run, "-p", "no:cacheprovider", *provider_args]
     res = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=900,
                          start_new_session=True)
@@ -131,6 +135,8 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--ray-address", default=None)
     ap.add_argument("--suite", action="store_true", help="also run the smoke suite on each")
+    ap.add_argument("--rounds", type=int, default=2,
+                    help="suite runs per provider, alternating (medians reported)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     cluster = None
@@ -149,10 +155,14 @@ def main() -> int:
         out["ray"] = measure("ray", base, args.runs)
         out["ray"]["actor_only_s_p50"] = actor_only(address, args.runs)
         if args.suite:
+            runs: dict[str, list[dict[str, float]]] = {"suite_local": [], "suite_ray": []}
             with tempfile.TemporaryDirectory(prefix="raybench") as tmp:
-                out["suite_local"] = suite([], Path(tmp), "local")
-                out["suite_ray"] = suite(["--provider", "ray", "--ray-address", address],
-                                         Path(tmp), "ray")
+                for n in range(args.rounds):  # alternating, so a busy spell hits both
+                    runs["suite_local"].append(suite([], Path(tmp), f"local{n}"))
+                    runs["suite_ray"].append(suite(
+                        ["--provider", "ray", "--ray-address", address], Path(tmp), f"ray{n}"))
+            for key, rows in runs.items():
+                out[key] = {k: statistics.median(r[k] for r in rows) for k in rows[0]}
         out["load_1m_after"] = os.getloadavg()[0]
     finally:
         if cluster is not None:

@@ -51,9 +51,9 @@ PROVIDERS: dict[str, ProviderCost] = {
     "docker-tcg": ProviderCost("docker-tcg", boot_s=80.0, env_factor=2.5),
     "local": ProviderCost("local", boot_s=1.0),
     # --provider ray (docs/scale.md, scripts/ray_bench.py): the reset is the node's own; each
-    # step pays the door (+0.11 s of harness time per turn measured on a loaded 2-core host)
-    "ray": ProviderCost("ray", boot_s=1.0, step_s=0.11),
-    "ray+docker-kvm": ProviderCost("ray+docker-kvm", boot_s=25.0, step_s=0.11),
+    # step pays the door (~0.01 s: a screenshot and an action through it, +4-8 ms measured)
+    "ray": ProviderCost("ray", boot_s=1.0, step_s=0.01),
+    "ray+docker-kvm": ProviderCost("ray+docker-kvm", boot_s=25.0, step_s=0.01),
 }
 
 
