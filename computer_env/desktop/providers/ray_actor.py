@@ -32,7 +32,7 @@ from urllib.parse import urlsplit
 from computer_env.desktop.gateway import tcp_targets_for
 from computer_env.desktop.loopback import _Pipe
 from computer_env.desktop.providers.base import DesktopHandle, DesktopProvider
-from computer_env.desktop.providers.ray_door import DoorForward, NodeDoor
+from computer_env.desktop.providers.ray_door import DoorForward, NodeDoor, is_local_address
 from computer_env.errors import ConfigurationError, InfraError
 
 log = logging.getLogger(__name__)
@@ -69,7 +69,7 @@ class DesktopActor:
         self.provider: DesktopProvider = make_provider(kind, options)
         self.node_ip = self._node_ip()
         self.node_id = self._node_id()
-        self.same_host = worker_ip == self.node_ip or worker_ip in _host_ips()
+        self.same_host = worker_ip == self.node_ip or is_local_address(worker_ip)
         self.door: NodeDoor | None = None
         self.allowed: set[int] = set()
         self.reverse: dict[int, DoorForward] = {}
@@ -178,13 +178,6 @@ class _ReverseForward(DoorForward):
 
     def verify_request(self, request: Any, client_address: Any) -> bool:
         return True
-
-
-def _host_ips() -> set[str]:
-    try:
-        return {str(info[4][0]) for info in socket.getaddrinfo(socket.gethostname(), None)}
-    except OSError:
-        return set()
 
 
 def _host_in_url(ip: str) -> str:

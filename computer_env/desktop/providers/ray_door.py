@@ -29,7 +29,7 @@ log = logging.getLogger(__name__)
 
 
 @functools.lru_cache(maxsize=256)
-def _is_local(ip: str) -> bool:
+def is_local_address(ip: str) -> bool:
     """Is ``ip`` one of this host's addresses (loopback, or bound here)? (Cached: a door sees
     the same few addresses.)"""
     addr = ipaddress.ip_address(ip.split("%")[0])
@@ -54,7 +54,7 @@ class DoorForward(socketserver.ThreadingTCPServer):
                  check_user: bool = True) -> None:
         self.target = target
         self.peer_ip = peer_ip
-        self.peer_is_local = _is_local(peer_ip)
+        self.peer_is_local = is_local_address(peer_ip)
         self.check_user = check_user
         super().__init__((bind_ip, 0), _Pipe)
 
@@ -66,7 +66,7 @@ class DoorForward(socketserver.ThreadingTCPServer):
         ip = str(client_address[0])
         if ip.startswith("::ffff:"):
             ip = ip[7:]
-        if ip != self.peer_ip and not (self.peer_is_local and _is_local(ip)):
+        if ip != self.peer_ip and not (self.peer_is_local and is_local_address(ip)):
             log.warning("node door %s: refused a connection from %s (only %s may connect)",
                         self.server_address, ip, self.peer_ip)
             return False
@@ -108,4 +108,4 @@ class NodeDoor:
         self.forwards = {}
 
 
-__all__ = ["DoorForward", "NodeDoor"]
+__all__ = ["DoorForward", "NodeDoor", "is_local_address"]
