@@ -32,6 +32,9 @@ try:
 except ImportError:
     HAVE_RAY = False
 ON_RAY = (pytest.mark.desktop,
+          # one worker runs them one after the other (make test: --dist loadgroup): two
+          # clusters and two suites at once would double the load of a 2-core host
+          pytest.mark.xdist_group("ray-cluster"),
           pytest.mark.skipif(not HAVE_RAY, reason="ray is not installed (pip install -e .[ray])"),
           pytest.mark.skipif(os.geteuid() != 0, reason="local desktops need root"))
 F = TypeVar("F", bound=Callable[..., None])
