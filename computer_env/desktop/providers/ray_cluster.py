@@ -1,8 +1,9 @@
 """The Ray side of ``--provider ray``: connecting, the resource check, the run's actor names,
 and Ray's failures classified as ours.
 
-Only :mod:`.ray_provider` imports this module, and only when ``--provider ray`` is asked for, so
-the embedded default never imports Ray (import-linter keeps everything else off ``ray``).
+It is imported only with ``--provider ray`` (by :mod:`.ray_provider`, and lazily by the
+controller's preflight and end of run), so the embedded default never imports Ray; import-linter
+keeps every other module off ``ray``.
 """
 
 from __future__ import annotations

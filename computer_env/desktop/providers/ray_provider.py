@@ -10,11 +10,14 @@ adds the token on the way to the node's door.
 
 Placement: the actor needs ``--ray-resource`` (``desktop``, ``--ray-resource-amount`` 1 per
 desktop) and no CPU; ``--ray-placement spread`` (the default) spreads a run's desktops over the
-nodes. Lifetime: each actor is named per run (``holo-desktop-<run>-<worker>-<n>``) and owned by
-the worker's driver, so Ray kills it when the worker dies; :meth:`close` stops the desktop on
-its node, then kills the actor; the controller kills any left at run end
-(:func:`~.ray_cluster.kill_run_actors`). A dead actor or node is :class:`DesktopNodeLost`
-(rerun on a fresh actor, then unscored); a reset is a reset on the node.
+nodes. Lifetime: each actor is named per run
+(``holo-desktop-<run>-<controller pid>-<worker>-<pid>-<n>``, namespace ``holo-bench``) and owned
+by the worker's driver, so Ray kills it when the worker dies; :meth:`close` (the pool's
+teardown: run end, SIGINT/SIGTERM/SIGHUP; also at exit) stops the desktop on its node, then
+kills the actor; the controller kills any left at run end and sweeps every node
+(:func:`~.ray_cluster.kill_run_actors`, :func:`~.ray_cluster.sweep_nodes`). A dead actor or
+node is :class:`DesktopNodeLost` (rerun on a fresh actor, then unscored); a reset is a reset
+on the node.
 """
 
 from __future__ import annotations
