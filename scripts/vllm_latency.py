@@ -6,7 +6,8 @@
 Each request is the Holo loop's real body (system prompt with the Step schema, the task,
 ``--images`` 1920x1080 screenshots with tool outputs between, structured outputs, thinking on)
 with ``--max-tokens`` output tokens at most, so the figure is the prompt (vision encoder and
-prefill) plus a bounded decode. For each image count and concurrency level, ``--requests``
+prefill; every request has screenshots of its own, so only the system prompt comes from vLLM's
+prefix cache, as in a real run) plus a bounded decode. For each image count and concurrency level, ``--requests``
 requests run with that many in flight; the table gives median and p90 latency per request and
 the requests per second the server sustained: the saturation figure ``docs/scale.md`` asks for
 (workers per endpoint ~ the concurrency past which latency grows faster than throughput).
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import itertools
 import statistics
 import sys
 import tempfile
@@ -35,6 +37,7 @@ from holo_agent import HoloComputerAgent, parse_step  # noqa: E402
 from holo_agent.client import ChatClient  # noqa: E402
 from holo_agent.conversation import Conversation  # noqa: E402
 
+_SEEDS = itertools.count(1)
 CLICK = ('{"note": null, "thought": "Open it.", "tool_call": {"tool_name": "click", '
          '"element": "file", "x": 500, "y": 500}}')
 
@@ -51,14 +54,14 @@ def screenshot(seed: int) -> bytes:
     return out.getvalue()
 
 
-def body(endpoint: Endpoint, images: int, max_tokens: int) -> dict[str, object]:
+def body(endpoint: Endpoint, images: int, max_tokens: int, seed: int) -> dict[str, object]:
     agent = HoloComputerAgent(endpoint.url, endpoint.model)
     conv = Conversation(agent.system_prompt, "Create report.txt in the home folder.", 3)
     for i in range(images):
         if i:
             conv.add_step(parse_step(CLICK))
             conv.add_tool_output("click", "clicked")
-        conv.add_observation(screenshot(i), "image/png")
+        conv.add_observation(screenshot(seed * 7 + i), "image/png")
     out = agent.request_body(conv) | {"max_tokens": max_tokens}
     agent.close()
     return out
@@ -67,12 +70,14 @@ def body(endpoint: Endpoint, images: int, max_tokens: int) -> dict[str, object]:
 def measure(endpoint: Endpoint, images: int, concurrency: int, requests: int,
             max_tokens: int) -> tuple[list[float], float, list[int]]:
     """Latencies of ``requests`` requests, ``concurrency`` in flight; wall time; prompt sizes."""
-    payload = body(endpoint, images, max_tokens)
+    # each request its own screenshots: vLLM's prefix and encoder caches would answer a
+    # repeated one without prefill (the system prompt, the same for every turn, stays cached)
+    payloads = [body(endpoint, images, max_tokens, next(_SEEDS)) for _ in range(requests)]
     clients = [ChatClient(endpoint.url, max_retries=0, timeout=1800) for _ in range(concurrency)]
 
     def one(i: int) -> tuple[float, int]:
         t0 = time.perf_counter()
-        resp = clients[i % concurrency].complete(payload)
+        resp = clients[i % concurrency].complete(payloads[i])
         return time.perf_counter() - t0, int(resp.usage.get("prompt_tokens") or 0)
 
     t0 = time.perf_counter()
