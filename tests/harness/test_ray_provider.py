@@ -223,6 +223,11 @@ def test_node_killed_during_a_case_is_rerun_never_zero(
              timeout=60, interval=1.0)
     assert_nothing_left(cluster, "raykill")
 
+    # a provider tells a lost actor (never the agent's doing) from a live one
+    lost = subprocess.run([sys.executable, "-c", HOST_LOST_DRIVER, cluster.address],
+                          capture_output=True, text=True, timeout=180, cwd=ROOT)
+    assert lost.returncode == 0 and "LOST-OK" in lost.stdout, lost.stderr[-2000:]
+
     # a worker that dies (no teardown at all): Ray ends its actor with it, and the run's end
     # sweep removes the network namespace and cgroup the SIGKILLed actor could not
     dying = subprocess.run([sys.executable, "-c", DYING_DRIVER, cluster.address],
@@ -238,6 +243,23 @@ def test_node_killed_during_a_case_is_rerun_never_zero(
     assert actor_pid not in netns.owner_pids()
     assert session_cgroups(actor_pid) == []
 
+
+HOST_LOST_DRIVER = """
+import sys, time
+import ray
+from computer_env.desktop.providers.registry import ProviderOptions, make_provider
+p = make_provider("ray", ProviderOptions(ray_address=sys.argv[1], run_id="lost",
+                                         screen=(800, 600)))
+p.start()
+assert not p.host_lost()
+ray.kill(p._actor)
+deadline = time.monotonic() + 60
+while not p.host_lost():
+    assert time.monotonic() < deadline, "a killed actor still answers"
+    time.sleep(0.5)
+p.close()
+print("LOST-OK")
+"""
 
 DYING_DRIVER = """
 import os, sys
@@ -305,3 +327,44 @@ def test_a_worker_on_another_host_is_reached_through_reverse_forwards() -> None:
             for fwd in actor.reverse.values():
                 fwd.shutdown()
                 fwd.server_close()
+
+
+class _LostHost:
+    """A provider whose desktop is dead after the agent's code action; ``lost`` says whether
+    its host (a Ray node or actor) went away. A stand-in: the guard's rule is under test, the
+    real providers' answers are tested on the cluster above."""
+
+    def __init__(self, lost: bool) -> None:
+        self.lost = lost
+
+    def is_alive(self) -> bool:
+        return False
+
+    def host_lost(self) -> bool:
+        return self.lost
+
+    def limit_breaches(self) -> list[str]:
+        return []
+
+
+@pytest.mark.parametrize("lost", [True, False])
+def test_a_desktop_whose_node_died_during_a_code_action_is_never_the_agents_zero(
+        lost: bool) -> None:
+    """A dead desktop after the agent's code action is ``desktop_killed`` (the agent's 0) only
+    when its host is still there; a lost Ray node or actor leaves it to the error boundary
+    (rerun, then unscored)."""
+    from types import SimpleNamespace
+
+    from computer_env.errors import VMUnreachable
+    from fixtures.cases.attempt import Attempt
+    from fixtures.cases.integrity import DESKTOP_KILLED, AgentTurnGuard, task_text
+
+    attempt = Attempt(number=1)
+    pool = SimpleNamespace(provider=_LostHost(lost), limit_breaches=lambda: [])
+    guard = AgentTurnGuard(SimpleNamespace(client=None), pool, attempt,  # type: ignore[arg-type]
+                           task_text("do it"))
+    attempt.mark_agent_started(guard)
+    guard.code_action_error = VMUnreachable("no answer during the code action")
+    decided = guard.settle_failure(VMUnreachable("desktop gone"))
+    assert decided is (not lost)
+    assert (attempt.failure_category == DESKTOP_KILLED) is (not lost)

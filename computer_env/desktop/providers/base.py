@@ -78,6 +78,12 @@ class DesktopProvider(abc.ABC):
         start/reset, one line each; empty when none (or when the provider cannot tell)."""
         return []
 
+    def host_lost(self) -> bool:
+        """True when what the desktop ran on went away under it (a cluster node, the actor
+        that held it): the environment's failure, whatever the agent was doing then. Default
+        False: a provider that cannot tell (a local desktop's host is this process's)."""
+        return False
+
     def allow_host_port(self, port: int) -> None:  # noqa: B027 - optional
         """Let the guest reach ``port`` on the host (asset server, proxy). Default: nothing to do."""
 

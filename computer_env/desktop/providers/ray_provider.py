@@ -151,6 +151,20 @@ class RayProvider(DesktopProvider):
             log.warning("the desktop actor does not answer: %s", exc)
             return False
 
+    def host_lost(self) -> bool:
+        """The actor (or its node) is gone, or does not answer a trivial call in time: nothing
+        inside the sandbox can reach the actor's process, so this is never the agent's doing."""
+        if self._actor is None:
+            return False
+        import ray
+
+        try:
+            ray.get(self._actor.where.remote(), timeout=ALIVE_TIMEOUT)
+            return False
+        except Exception as exc:  # noqa: BLE001 - dead, lost or unreachable: all the same here
+            log.warning("the desktop's actor is lost: %s", type(exc).__name__)
+            return True
+
     def limit_breaches(self) -> list[str]:
         if self._actor is None:
             return []
