@@ -37,6 +37,7 @@ from holo_agent.errors import ContextOverflow, HarnessRequestError
 from holo_agent.images import qwen_image_tokens
 from holo_agent.reference import ReferenceEndpoint
 from memenv import MemoryEnv
+from test_group_guard import group_members
 from polling import wait_for
 from tests.harness.suite import ROOT, kill_group, run_suite, start_suite, tagged_processes, \
     task_list_file
@@ -111,8 +112,9 @@ def agent_for(endpoint: Endpoint, **kw: Any) -> HoloComputerAgent:
 
 
 def no_vllm_left(marker: str) -> list[str]:
-    """Live processes whose command line names ``marker`` (a model folder) or vLLM's
-    engine/worker process titles started for it."""
+    """``"PID command line"`` of live processes whose command line names ``marker`` (a model
+    folder: the API server and its guard; the engine core and worker retitle themselves, see
+    :func:`group_members`)."""
     out = []
     for proc in Path("/proc").iterdir():
         if not proc.name.isdigit():
@@ -122,7 +124,7 @@ def no_vllm_left(marker: str) -> list[str]:
         except OSError:
             continue
         if marker in cmd:
-            out.append(cmd[:160])
+            out.append(f"{proc.name} {cmd[:200]}")
     return out
 
 
@@ -366,7 +368,9 @@ def test_serve_plays_a_desktop_case_and_a_game_with_the_real_loop(tiny_model: Pa
     results = run.results()
     assert set(results) == {"os/os-create-report-file", "freeway/E/seed0"}, list(results)
     for result in results.values():
-        assert result["outcome"] in ("passed", "failed"), result  # scored, never unscored
+        why = {k: result.get(k) for k in ("case_id", "outcome", "infra_category",
+                                           "infra_reason", "message")}
+        assert result["outcome"] in ("passed", "failed"), why  # scored, never unscored
         assert result["versions"]["model"] == str(tiny_model)
         assert (run.run_dir / result["artifact_dir"] / "traj.jsonl").read_text().strip()
     log = (run.run_dir / "logs" / "vllm-cpu.log").read_text()
@@ -378,10 +382,13 @@ def test_serve_plays_a_desktop_case_and_a_game_with_the_real_loop(tiny_model: Pa
 
 @pytest.mark.desktop
 @pytest.mark.timeout(1800)
-def test_sigint_of_a_serve_run_mid_case_leaves_no_vllm_process(tiny_model: Path,
-                                                               tmp_path: Path) -> None:
-    """Ctrl-C in the middle of a case of a ``--serve`` run: the real server's whole process
-    group (API server, engine core, worker) ends with the run."""
+@pytest.mark.parametrize("how", ["sigint", "sigkill-controller"])
+def test_a_serve_run_ended_mid_case_leaves_no_vllm_process(tiny_model: Path, tmp_path: Path,
+                                                           how: str) -> None:
+    """Ctrl-C in the middle of a case of a ``--serve`` run, or the controller killed with
+    SIGKILL (no cleanup runs): the real server's whole process group (API server, engine core,
+    worker) ends with the run. Without the group guard the second left the engine core and
+    worker running."""
     tag = uuid.uuid4().hex
     child = start_suite(tmp_path, "srvint", "--serve", str(tiny_model), "--max-steps", "30",
                         "--task-list", str(task_list_file(tmp_path, ONE_CASE)), "-n", "1",
@@ -389,10 +396,18 @@ def test_sigint_of_a_serve_run_mid_case_leaves_no_vllm_process(tiny_model: Path,
     try:
         wait_for(lambda: list((tmp_path / "srvint").rglob("step_000.*")),
                  "the first step against the served model", 900, interval=0.2)
-        assert no_vllm_left(str(tiny_model)), "the server is not running"
-        kill_group(child, signal.SIGINT)
+        (api,) = [p for p in no_vllm_left(str(tiny_model))
+                  if "api_server" in p and "group_guard" not in p]
+        group = os.getpgid(int(api.split()[0]))
+        assert len(group_members(group)) >= 4, "guard, API server, engine core, worker"
+        if how == "sigint":
+            kill_group(child, signal.SIGINT)  # Ctrl-C reaches the whole foreground group
+        else:
+            child.kill()  # the controller alone, by SIGKILL
         child.wait(timeout=180)
     finally:
         kill_group(child)
-    wait_for(lambda: not no_vllm_left(str(tiny_model)), "the vLLM server to end", 60)
-    wait_for(lambda: not tagged_processes(tag), "every process of the run to end", 60)
+    # the engine core and worker retitle themselves (VLLM::EngineCore): found by their group
+    wait_for(lambda: not group_members(group), "the vLLM server's whole group to end", 90)
+    if how == "sigint":
+        wait_for(lambda: not tagged_processes(tag), "every process of the run to end", 60)
