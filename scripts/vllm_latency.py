@@ -7,8 +7,8 @@ Each request is the Holo loop's real body (system prompt with the Step schema, t
 ``--images`` 1920x1080 screenshots with tool outputs between, structured outputs, thinking on)
 with ``--max-tokens`` output tokens at most, so the figure is the prompt (vision encoder and
 prefill; every request has screenshots of its own, so only the system prompt comes from vLLM's
-prefix cache, as in a real run) plus a bounded decode. For each image count and concurrency level, ``--requests``
-requests run with that many in flight; the table gives median and p90 latency per request and
+prefix cache, as in a real run) plus a bounded decode. For each image count and concurrency
+level, ``--requests`` requests run with that many in flight; the table gives median and p90 latency per request and
 the requests per second the server sustained: the saturation figure ``docs/scale.md`` asks for
 (workers per endpoint ~ the concurrency past which latency grows faster than throughput).
 With ``--serve`` it also prints the server's start time (launch until /v1/models answers).
