@@ -7,8 +7,8 @@ A spec is a comma-separated list of ``name=value``:
 - ``drop=N``: close the connection without answering, N times.
 - ``bad_body=N``: answer HTTP 200 with a JSON body that is not a chat completion, N times.
 - ``delay=S`` or ``delay=S:N``: wait S seconds before answering (every request, or the next N).
-- ``context=N``: a model context of N tokens: a request whose prompt is estimated past it (its
-  images by Qwen-VL's arithmetic, its text at 4 characters a token) is refused as vLLM refuses
+- ``context=N``: a model context of N tokens: a request whose prompt is estimated past it (the
+  endpoint's own ``usage`` count, :mod:`holo_agent.reference.usage`) is refused as vLLM refuses
   one, HTTP 400 "Input length (L) exceeds model's maximum context length (N)." (a rule of the
   real server the stand-in now has; the estimate is not vLLM's exact count).
 - content faults, N times each: ``malformed`` (invalid JSON), ``schema`` (valid JSON, not a
@@ -139,29 +139,3 @@ def bad_content(kind: str, step: dict[str, Any]) -> str:
         return ""
     return json.dumps(click)
 
-
-def estimated_prompt_tokens(body: dict[str, Any]) -> int:
-    """A request's prompt tokens as a Qwen-VL model would count them, roughly: each image's
-    tokens by the family's arithmetic, the text at 4 characters a token."""
-    import base64
-    import io
-
-    from PIL import Image
-
-    from holo_agent.images import qwen_image_tokens
-
-    chars, images = 0, 0
-    for msg in body.get("messages") or []:
-        content = msg.get("content")
-        parts = [{"type": "text", "text": content}] if isinstance(content, str) else content or []
-        for part in parts:
-            if not isinstance(part, dict):
-                continue
-            if part.get("type") == "text":
-                chars += len(str(part.get("text", "")))
-            image = part.get("image_url") if part.get("type") == "image_url" else None
-            url = str(image.get("url", "")) if isinstance(image, dict) else ""
-            if url.startswith("data:") and "," in url:
-                with Image.open(io.BytesIO(base64.b64decode(url.split(",", 1)[1]))) as img:
-                    images += qwen_image_tokens(*img.size)
-    return images + chars // 4

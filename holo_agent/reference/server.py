@@ -31,8 +31,9 @@ from typing import Any
 
 from computer_env import is_loopback, same_user
 from holo_agent.reference.conformance import check_request
-from holo_agent.reference.faults import FaultPlan, estimated_prompt_tokens
+from holo_agent.reference.faults import FaultPlan
 from holo_agent.reference.judge import JUDGE_MODEL, judge_completion
+from holo_agent.reference.usage import prompt_tokens
 from holo_agent.reference.script import (
     DONE_STEP, NoSolution, Policy, completion_payload, next_step, validate_solutions,
 )
@@ -268,7 +269,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(400, str(violation), rule=violation.rule, type="BadRequestError")
             return
         limit = ep._faults.context_tokens
-        if limit is not None and (length := estimated_prompt_tokens(body)) > limit:
+        if limit is not None and (length := prompt_tokens(body.get("messages") or [])) > limit:
             self._error(400, f"Input length ({length}) exceeds model's maximum context length "
                              f"({limit}).", type="BadRequestError")  # vLLM's words
             return

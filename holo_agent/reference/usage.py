@@ -1,14 +1,15 @@
 """Token counts for the reference endpoint's ``usage``: text by characters, images by patches.
 
 Text: a string content or a non-image part counts ``len(json.dumps(...)) // 4`` tokens (about four
-characters a token, as before). Images count the way Qwen2.5-VL's vision encoder does (vLLM's
-processor for Holo's base models): the decoded image's size is resized to multiples of 28 px
-(``smart_resize``: each side rounded to the nearest multiple, then scaled down so that the area is
-at most ``MAX_PIXELS`` or up so that it is at least ``MIN_PIXELS``, keeping the aspect ratio);
-14 px patches merged 2x2 give one token per 28x28 px, plus the ``<|vision_start|>`` and
-``<|vision_end|>`` tokens. A 1920x1080 screenshot is 1932x1092 after the resize: 69 x 39 = 2691
-tokens + 2. The base64 text of the data URL is never counted as text. An image that cannot be
-decoded counts as the smallest image (``MIN_PIXELS``).
+characters a token, as before). Images count the way the vision encoder of Holo3.1's family
+counts them (Qwen3.5: 16 px patches merged 2x2, one token per 32x32 px;
+:func:`holo_agent.images.qwen_image_tokens`: each side rounded to a multiple of 32, the area
+scaled into the processor's pixel bounds keeping the aspect ratio), plus the
+``<|vision_start|>`` and ``<|vision_end|>`` tokens. A 1920x1080 screenshot is 1920x1088 after
+the resize: 60 x 34 = 2040 tokens + 2, what vLLM itself counts for the tiny model of that family
+(``tests/harness/test_vllm_real.py``; this estimate used Qwen2.5-VL's 28 px until it was checked
+against a real server). The base64 text of the data URL is never counted as text. An image
+that cannot be decoded counts as the smallest image.
 """
 
 from __future__ import annotations
@@ -17,39 +18,19 @@ import base64
 import binascii
 import io
 import json
-import math
 from typing import Any, TypeGuard
 
 from PIL import Image, UnidentifiedImageError
 
+from holo_agent.images import qwen_image_tokens
 from holo_agent.reference.conformance import IMAGE_TYPES
 
-PIXELS_PER_TOKEN_SIDE = 28  # 14 px patches, merged 2x2
-MIN_PIXELS = 4 * 28 * 28
-MAX_PIXELS = 16384 * 28 * 28
 IMAGE_WRAPPER_TOKENS = 2  # <|vision_start|> ... <|vision_end|>
-
-
-def smart_resize(width: int, height: int, factor: int = PIXELS_PER_TOKEN_SIDE,
-                 min_pixels: int = MIN_PIXELS, max_pixels: int = MAX_PIXELS) -> tuple[int, int]:
-    """(width, height) the encoder sees: multiples of ``factor`` within the pixel bounds."""
-    h_bar = max(factor, round(height / factor) * factor)
-    w_bar = max(factor, round(width / factor) * factor)
-    if h_bar * w_bar > max_pixels:
-        beta = math.sqrt(height * width / max_pixels)
-        h_bar = max(factor, math.floor(height / beta / factor) * factor)
-        w_bar = max(factor, math.floor(width / beta / factor) * factor)
-    elif h_bar * w_bar < min_pixels:
-        beta = math.sqrt(min_pixels / (height * width))
-        h_bar = math.ceil(height * beta / factor) * factor
-        w_bar = math.ceil(width * beta / factor) * factor
-    return w_bar, h_bar
 
 
 def image_tokens(width: int, height: int) -> int:
     """Prompt tokens of one image of ``width`` x ``height`` pixels."""
-    w, h = smart_resize(max(1, width), max(1, height))
-    return (w // PIXELS_PER_TOKEN_SIDE) * (h // PIXELS_PER_TOKEN_SIDE) + IMAGE_WRAPPER_TOKENS
+    return qwen_image_tokens(max(1, width), max(1, height)) + IMAGE_WRAPPER_TOKENS
 
 
 def _image_url(part: dict[str, Any]) -> str:

@@ -97,15 +97,16 @@ def with_image(body: dict[str, Any], png: bytes) -> dict[str, Any]:
 
 
 def test_image_tokens_follow_the_vision_encoders_patches() -> None:
-    assert image_tokens(1920, 1080) == 69 * 39 + 2  # resized to 1932x1092, 28 px a token
-    assert image_tokens(1280, 800) == 46 * 29 + 2
-    assert image_tokens(10, 10) == image_tokens(56, 56) == 2 * 2 + 2  # at least MIN_PIXELS
+    """Holo3.1's family (Qwen3.5): 32 px a token, as vLLM counts them (test_vllm_real.py)."""
+    assert image_tokens(1920, 1080) == 60 * 34 + 2  # resized to 1920x1088, 32 px a token
+    assert image_tokens(1280, 800) == 40 * 25 + 2
+    assert image_tokens(10, 10) == image_tokens(56, 56) == 8 * 8 + 2  # at least 256x256 px
     assert image_tokens(10_000, 10_000) <= 16384 + 2  # at most MAX_PIXELS
 
 
 def test_usage_counts_a_screenshot_by_its_patches_not_its_base64(endpoint: ReferenceEndpoint
                                                                   ) -> None:
-    """One 1920x1080 PNG costs its 2693 patch tokens, not its base64 text (here ~700k "tokens"
+    """One 1920x1080 PNG costs its 2042 patch tokens, not its base64 text (here ~700k "tokens"
     at four characters each)."""
     big = with_image(good_body(1), noisy_png(1920, 1080))
     small = with_image(good_body(1), noisy_png(56, 56))
@@ -117,7 +118,7 @@ def test_usage_counts_a_screenshot_by_its_patches_not_its_base64(endpoint: Refer
         usage[name] = resp.json()["usage"]["prompt_tokens"]
     assert usage["big"] - usage["small"] == image_tokens(1920, 1080) - image_tokens(56, 56)
     text = usage["small"] - image_tokens(56, 56)  # the system prompt, the task, the wrappers
-    assert 1000 < text < 5000 and usage["big"] == text + 2693
+    assert 1000 < text < 5000 and usage["big"] == text + 2042
 
 
 def test_judge_usage_counts_screenshots_by_patches() -> None:
@@ -125,7 +126,7 @@ def test_judge_usage_counts_screenshots_by_patches() -> None:
                                     [(noisy_png(1920, 1080), "image/png")])
     solutions = {TASK: SOLUTION}
     usage = judge_completion({"model": JUDGE_MODEL, "messages": messages}, solutions, 1)["usage"]
-    assert 2693 < usage["prompt_tokens"] < 2693 + 1000
+    assert 2042 < usage["prompt_tokens"] < 2042 + 1000
 
 
 def test_policy_is_asked_first() -> None:
