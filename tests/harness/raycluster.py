@@ -11,6 +11,7 @@ driver subprocess (:meth:`query`), so the test process itself never joins Ray.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
@@ -20,6 +21,8 @@ import socket
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +35,30 @@ HEAD_IP, NODE_IP = "127.0.0.1", "127.0.0.2"
 #: node death is noticed within ~3 s instead of Ray's default ~30 s
 SYSTEM_CONFIG = {"health_check_period_ms": 1000, "health_check_failure_threshold": 3,
                  "health_check_timeout_ms": 1000}
+
+
+LOCK = Path(tempfile.gettempdir()) / "holo-bench-ray-test.lock"
+
+
+@contextmanager
+def one_cluster_at_a_time(timeout: float = 900.0) -> Iterator[None]:
+    """Hold the host's test-cluster lock (``flock``): tests on other xdist workers wait for it
+    (at most ``timeout`` s), so two clusters and two suites never share a 2-core host."""
+    with open(LOCK, "w") as fh:
+        wait_for(lambda: _try_lock(fh.fileno()), f"the Ray test-cluster lock {LOCK}",
+                 timeout=timeout, interval=0.5)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+
+def _try_lock(fd: int) -> bool:
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except BlockingIOError:
+        return False
 
 
 class _NodeExited(AssertionError):
@@ -186,4 +213,4 @@ class TwoNodeCluster:
         shutil.rmtree(self.base, ignore_errors=True)
 
 
-__all__ = ["HEAD_IP", "NODE_IP", "TwoNodeCluster", "free_port"]
+__all__ = ["HEAD_IP", "NODE_IP", "TwoNodeCluster", "free_port", "one_cluster_at_a_time"]
