@@ -103,6 +103,7 @@ TWIN_SAMPLES: dict[str, tuple[str, str | None]] = {
     "--ray-address": ("10.0.0.1:6379", "auto"), "--ray-desktop": ("docker", "local"),
     "--ray-resource": ("osworld_vm", "desktop"), "--ray-resource-amount": ("2", "0.5"),
     "--ray-placement": ("default", "spread"),
+    "--serve-device": ("cpu", "gpu"), "--vllm": ("/opt/vllm/bin/python", "/usr/bin/vllm"),
 }
 """flag -> (a twin's value, a different option value; None: a switch, given bare)."""
 
@@ -182,7 +183,7 @@ SUITE_OPTIONS = """
 --osworld-root --task-list --domain --prefetch --cache-dir --settle --check-evaluators --audit
 --audit-exploits --provider --vm-url --docker-image --vm-path --screen --unsandboxed
 --desktop-memory --desktop-pids --desktop-tmp --desktop-cpus --base-url --model --api-key --serve
---gpus --serve-arg --endpoint-retries --endpoint-backoff --request-timeout --reference-faults
+--gpus --serve-arg --serve-device --vllm --endpoint-retries --endpoint-backoff --request-timeout --reference-faults
 --vm-proxy --net-gate --net-probe-url --net-wait --max-steps --temperature --reasoning-effort
 --prompt --image-budget --max-image-width --samples --results-dir --run --resume --compare-to
 --pass-threshold --game-pass-threshold --infra-reruns --infra-rerun-delay --order --live --watch
@@ -204,4 +205,6 @@ def test_the_table_keeps_every_option_once_with_its_twins() -> None:
                           "HOLO_PROVIDER", "HOLO_VM_URLS", "HOLO_RESULTS_DIR",
                           "HOLO_DESKTOP_MEMORY", "HOLO_DESKTOP_PIDS", "HOLO_DESKTOP_TMP",
                           "HOLO_DESKTOP_CPUS", "HOLO_JUDGE_API_KEY", "HOLO_SPARE_DESKTOP",
-                          "HOLO_SETUP_AHEAD"}
+                          "HOLO_SETUP_AHEAD", "HOLO_SERVE_DEVICE", "HOLO_VLLM",
+                          "HOLO_RAY_ADDRESS", "HOLO_RAY_DESKTOP", "HOLO_RAY_RESOURCE",
+                          "HOLO_RAY_RESOURCE_AMOUNT", "HOLO_RAY_PLACEMENT"}
