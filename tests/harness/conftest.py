@@ -1,6 +1,34 @@
-"""The harness tests' process imports ``scipy.stats`` (and so numpy) once, up front: several tests
-run a suite in-process with ``pytester``, which unloads the modules a run imported, and numpy
-cannot be imported a second time in one process (``fixtures.report.stats`` imports scipy only
-where it computes, so that the suite's workers do not carry it)."""
+"""Two things every harness test process needs.
 
+- ``scipy.stats`` (and so numpy) is imported once, up front: several tests run a suite
+  in-process with ``pytester``, which unloads the modules a run imported, and numpy cannot be
+  imported a second time in one process (``fixtures.report.stats`` imports scipy only where it
+  computes, so that the suite's workers do not carry it).
+- ``--dist loadgroup`` (``make test``) keeps the tests marked ``xdist_group(NAME)`` on one
+  worker (e.g. the real-vLLM tests, which share one server). pytest-xdist does that by
+  suffixing the item's node id with ``@NAME``, but it writes ``item._nodeid``, which pytest 9.2
+  no longer reads (the id lives in ``item._id``): the group was split over the workers. The
+  hook below gives the suffix to the id pytest does read, once, the way xdist means it.
+"""
+
+from __future__ import annotations
+
+import pytest
 import scipy.stats  # noqa: F401
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # xdist's workers see the controller's choice as option ``loadgroup`` (their ``dist`` is no)
+    if not (getattr(config.option, "loadgroup", False)
+            or getattr(config.option, "dist", None) == "loadgroup"):
+        return
+    try:
+        from _pytest.nodeid import NodeId
+    except ImportError:  # an older pytest: xdist's own suffix works there
+        return
+    for item in items:
+        groups = sorted({m.args[0] if m.args else m.kwargs.get("name", "default")
+                         for m in item.iter_markers("xdist_group")})
+        if groups and "@" not in item.nodeid and hasattr(item, "_id"):
+            item._id = NodeId.parse(f"{item.nodeid}@{'_'.join(groups)}")
