@@ -76,6 +76,10 @@ realtimegym: venv
 VLLM_VENV ?= .venv-vllm
 VLLM_PY := $(VLLM_VENV)/bin/python
 TORCH_CUDA := torch==2.13.0 torchvision==0.28.0
+# the CUDA build comes from the package index: pip's config files (whose find-links offer the
+# +cpu wheel first) are left out for these two installs, the system CA bundle is kept
+INDEX_ONLY := env -u PIP_FIND_LINKS PIP_CONFIG_FILE=/dev/null
+INDEX_CERT := $(if $(wildcard /etc/ssl/certs/ca-certificates.crt),--cert /etc/ssl/certs/ca-certificates.crt)
 serve-cpu:
 	@if [ -x $(VLLM_PY) ] && VLLM_TARGET_DEVICE=cpu $(VLLM_PY) -c "import vllm, torchvision, holo_agent" 2>/dev/null; then \
 		echo "vLLM (CPU build): present in $(VLLM_VENV)"; \
@@ -84,10 +88,10 @@ serve-cpu:
 		{ test -x $(VLLM_PY) || $(PYTHON) -m venv $(VLLM_VENV); } && \
 		$(VLLM_PY) -m pip install -q --upgrade pip && \
 		$(VLLM_PY) -m pip install -q $(PIP_QUIET_DESKTOP_ENV) -e '.[serve-cpu]' && \
-		env -u PIP_FIND_LINKS PIP_CONFIG_FILE=/dev/null $(VLLM_PY) -m pip install -q \
-			$(PIP_QUIET_DESKTOP_ENV) --force-reinstall --no-deps $(TORCH_CUDA) && \
-		env -u PIP_FIND_LINKS PIP_CONFIG_FILE=/dev/null $(VLLM_PY) -m pip install -q \
-			$(PIP_QUIET_DESKTOP_ENV) $(TORCH_CUDA) && \
+		$(INDEX_ONLY) $(VLLM_PY) -m pip install -q $(INDEX_CERT) $(PIP_QUIET_DESKTOP_ENV) \
+			--force-reinstall --no-deps $(TORCH_CUDA) && \
+		$(INDEX_ONLY) $(VLLM_PY) -m pip install -q $(INDEX_CERT) $(PIP_QUIET_DESKTOP_ENV) \
+			$(TORCH_CUDA) && \
 		VLLM_TARGET_DEVICE=cpu $(VLLM_PY) -c "import vllm, torchvision" && \
 		echo "vLLM (CPU build): installed in $(VLLM_VENV) in $$(( $$(date +%s) - start )) s," \
 			"$$(du -sh $(VLLM_VENV) | cut -f1)"; \
