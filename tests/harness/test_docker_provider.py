@@ -139,7 +139,9 @@ def test_sigkilled_run_leaves_a_container_that_the_sweep_removes(docker_client: 
     assert docker_client.containers.get(name).labels[LABEL_PID] == str(child.pid)
     removed = sweep_dead_containers()
     assert name in removed
-    assert name not in [c.name for c in docker_client.containers.list(all=True)]
+    # ignore_removed: another test's container may go between the listing and its inspection
+    listed = docker_client.containers.list(all=True, ignore_removed=True)
+    assert name not in [c.name for c in listed]
 
 
 @pytest.mark.docker
@@ -155,7 +157,8 @@ def test_sweep_removes_dead_pid_and_keeps_live_ones(docker_client: Any) -> None:
                 BASE_IMAGE if _has(docker_client, BASE_IMAGE) else IMAGE, ["sleep", "600"],
                 labels={**labels, LABEL_PID: str(pid)}, entrypoint=["sleep"]))
         removed = sweep_dead_containers()
-        names = {c.name for c in docker_client.containers.list(all=True)}
+        names = {c.name
+                 for c in docker_client.containers.list(all=True, ignore_removed=True)}
         assert made[0].name in removed and made[0].name not in names
         assert made[1].name not in removed and made[1].name in names
     finally:
