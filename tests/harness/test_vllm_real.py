@@ -128,6 +128,23 @@ def no_vllm_left(marker: str) -> list[str]:
     return out
 
 
+def test_the_tiny_model_is_made_the_same_from_the_same_seed(tiny_model: Path,
+                                                             tmp_path: Path) -> None:
+    """Seeded: the same seed writes the same weights and tokenizer; another seed other weights;
+    the folder is small (about a megabyte) and names Holo3.1's base class."""
+    again, other = tmp_path / "again", tmp_path / "other"
+    for out, seed in ((again, "0"), (other, "1")):
+        subprocess.run([str(VLLM_PY), "-m", "holo_agent.tiny_model", str(out), "--seed", seed],
+                       check=True, cwd=ROOT, capture_output=True, timeout=300)
+    for name in ("model.safetensors", "tokenizer.json", "config.json"):
+        assert (again / name).read_bytes() == (tiny_model / name).read_bytes(), name
+    assert (other / "model.safetensors").read_bytes() != (tiny_model / "model.safetensors"
+                                                          ).read_bytes()
+    assert sum(p.stat().st_size for p in tiny_model.iterdir()) < 5_000_000
+    config = json.loads((tiny_model / "config.json").read_text())
+    assert config["architectures"] == ["Qwen3_5ForConditionalGeneration"]
+
+
 # -- the request path ------------------------------------------------------------------------
 @shared
 def test_the_loop_requests_with_one_to_three_1080p_screenshots_pass_through_vllm(
