@@ -38,6 +38,15 @@ def _pool(made: list[LocalSandboxProvider]) -> VMPool:
     return VMPool(factory, spare=True)
 
 
+def _rig(tmp_path: Path) -> tuple[list[LocalSandboxProvider], VMPool, AheadSetup, Path]:
+    """The desktops made, a pool with a spare, its set-up ahead, and an empty work folder."""
+    made: list[LocalSandboxProvider] = []
+    pool = _pool(made)
+    folder = tmp_path / "work"
+    folder.mkdir()
+    return made, pool, AheadSetup(pool), folder
+
+
 def _marked(handle: DesktopHandle) -> bool:
     return guest_sh(handle, f"test -e {MARKER}")["returncode"] == 0
 
@@ -56,11 +65,7 @@ def _gone(made: list[LocalSandboxProvider], pids: list[int]) -> bool:
 
 def test_the_next_case_gets_the_desktop_set_up_ahead_and_the_used_one_is_reset(
         tmp_path: Path) -> None:
-    made: list[LocalSandboxProvider] = []
-    pool = _pool(made)
-    ahead = AheadSetup(pool)
-    folder = tmp_path / "work"
-    folder.mkdir()
+    made, pool, ahead, folder = _rig(tmp_path)
     try:
         first = pool.acquire()  # case 1: the spare starts behind
         assert guest_sh(first, f"echo case1 > {MARKER}")["returncode"] == 0
@@ -84,12 +89,8 @@ def test_the_next_case_gets_the_desktop_set_up_ahead_and_the_used_one_is_reset(
 
 
 def test_a_set_up_nobody_takes_is_discarded_and_its_desktop_reset(tmp_path: Path) -> None:
-    made: list[LocalSandboxProvider] = []
-    pool = _pool(made)
-    ahead = AheadSetup(pool)
+    made, pool, ahead, folder = _rig(tmp_path)
     released: list[str] = []
-    folder = tmp_path / "work"
-    folder.mkdir()
     try:
         pool.acquire()
         assert ahead.start("case-2", _mark, release=released.append, work_folder=folder)
@@ -104,11 +105,7 @@ def test_a_set_up_nobody_takes_is_discarded_and_its_desktop_reset(tmp_path: Path
 
 
 def test_a_failed_set_up_is_the_next_cases_and_leaves_a_usable_pool(tmp_path: Path) -> None:
-    made: list[LocalSandboxProvider] = []
-    pool = _pool(made)
-    ahead = AheadSetup(pool)
-    folder = tmp_path / "work"
-    folder.mkdir()
+    made, pool, ahead, folder = _rig(tmp_path)
 
     def fail(handle: DesktopHandle, attempt: Attempt) -> None:
         _mark(handle, attempt)
@@ -129,12 +126,8 @@ def test_a_failed_set_up_is_the_next_cases_and_leaves_a_usable_pool(tmp_path: Pa
 
 
 def test_closing_during_a_set_up_ahead_ends_it_and_leaves_no_desktop(tmp_path: Path) -> None:
-    made: list[LocalSandboxProvider] = []
-    pool = _pool(made)
-    ahead = AheadSetup(pool)
+    made, pool, ahead, folder = _rig(tmp_path)
     started = threading.Event()
-    folder = tmp_path / "work"
-    folder.mkdir()
 
     def endless(handle: DesktopHandle, attempt: Attempt) -> None:
         started.set()
@@ -154,12 +147,8 @@ def test_closing_during_a_set_up_ahead_ends_it_and_leaves_no_desktop(tmp_path: P
 
 
 def test_a_set_up_left_at_session_end_is_closed_not_reset(tmp_path: Path) -> None:
-    made: list[LocalSandboxProvider] = []
-    pool = _pool(made)
-    ahead = AheadSetup(pool)
+    made, pool, ahead, folder = _rig(tmp_path)
     released: list[str] = []
-    folder = tmp_path / "work"
-    folder.mkdir()
     try:
         pool.acquire()
         assert ahead.start("case-2", _mark, release=released.append, work_folder=folder)
