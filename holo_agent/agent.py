@@ -201,6 +201,7 @@ class HoloComputerAgent:
         asked: list[StepRecord] = []
         while True:
             t0 = time.perf_counter()
+            image_tokens = conv.images_sent() * qwen_image_tokens(img.width, img.height)
             try:
                 resp = self._client.complete(self.request_body(conv))
             except ContextOverflow as exc:  # the model's context is full: its episode ends
@@ -208,13 +209,13 @@ class HoloComputerAgent:
                     index=len(traj.steps), step=step_i, reask=reask, time=time.time(),
                     latency_s=time.perf_counter() - t0, attempts=1, screenshot=shot,
                     image_size=(img.width, img.height), env_size=(img.env_width, img.env_height),
-                    error=f"context overflow: {exc.server_message}")
+                    image_tokens_est=image_tokens, error=f"context overflow: {exc.server_message}")
                 asked.append(rec)
                 self._record(traj, rec)
                 traj.end, traj.error = "context_overflow", str(exc)
                 return None, asked
             rec = self._new_record(traj, step_i, reask, resp, img, shot)
-            rec.image_tokens_est = conv.images_sent() * qwen_image_tokens(img.width, img.height)
+            rec.image_tokens_est = image_tokens
             asked.append(rec)
             try:
                 step = parse_step(resp.content, self.code_actions)

@@ -350,3 +350,17 @@ def test_terse_prompt_variant_conforms() -> None:
 def test_unknown_prompt_variant_is_rejected() -> None:
     with pytest.raises(KeyError, match="default-v1"):
         agent("http://127.0.0.1:9/v1", prompt="nope-v0")
+
+
+def test_a_prompt_past_the_models_context_ends_the_episode_as_the_models_failure() -> None:
+    """The endpoint refuses the first turn as vLLM refuses a prompt past --max-model-len (the
+    reference endpoint's ``context=N`` fault, vLLM's words; the real server in
+    test_vllm_real.py): the episode ends ``context_overflow``, the refused turn recorded with
+    the harness's image-token estimate, and nothing is raised (the case is then scored)."""
+    with ReferenceEndpoint({TASK: SOLUTION}, faults="context=100") as ep:
+        traj = agent(ep.url).run(MemoryEnv(TASK), max_steps=5)
+    assert traj.end == "context_overflow"
+    assert "exceeds model's maximum context length (100)" in (traj.error or "")
+    (turn,) = traj.steps
+    assert turn.error is not None and turn.error.startswith("context overflow:")
+    assert turn.tool_call is None and turn.image_tokens_est and turn.image_tokens_est > 0
