@@ -90,8 +90,9 @@ CHAT_TEMPLATE = (
 )
 
 
-def build_tokenizer(out: Path) -> dict[str, int]:
-    """Train the byte-level BPE, save it as a transformers fast tokenizer; the special ids."""
+def build_tokenizer(out: Path) -> tuple[dict[str, int], int]:
+    """Train the byte-level BPE, save it as a transformers fast tokenizer; the special tokens'
+    ids and the vocabulary's size."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
@@ -107,13 +108,12 @@ def build_tokenizer(out: Path) -> dict[str, int]:
     fast.add_tokens(TEXT_TOKENS)
     fast.chat_template = CHAT_TEMPLATE
     fast.save_pretrained(out)
-    return {t: int(fast.convert_tokens_to_ids(t)) for t in SPECIAL_TOKENS + TEXT_TOKENS} | {
-        "__len__": len(fast)}
+    return {t: int(fast.convert_tokens_to_ids(t)) for t in SPECIAL_TOKENS + TEXT_TOKENS}, len(fast)
 
 
-def model_config(ids: dict[str, int]) -> dict[str, Any]:
+def model_config(ids: dict[str, int], vocab_size: int) -> dict[str, Any]:
     """The ``Qwen3_5Config`` fields of the tiny model (everything else: the class defaults)."""
-    vocab = (ids["__len__"] + 63) // 64 * 64  # padded, as the family pads its embedding
+    vocab = (vocab_size + 63) // 64 * 64  # padded, as the family pads its embedding
     text = {
         "vocab_size": vocab, "hidden_size": 64, "intermediate_size": 128,
         "num_hidden_layers": 2, "layer_types": ["linear_attention", "full_attention"],
@@ -141,13 +141,13 @@ def model_config(ids: dict[str, int]) -> dict[str, Any]:
     }
 
 
-def build_model(out: Path, ids: dict[str, int], seed: int) -> int:
+def build_model(out: Path, ids: dict[str, int], vocab_size: int, seed: int) -> int:
     """Random weights from ``seed`` in the config's class; the parameter count."""
     import torch
     from transformers import Qwen3_5Config, Qwen3_5ForConditionalGeneration
 
     torch.manual_seed(seed)
-    config = Qwen3_5Config(**model_config(ids))
+    config = Qwen3_5Config(**model_config(ids, vocab_size))
     config.architectures = ["Qwen3_5ForConditionalGeneration"]
     model = Qwen3_5ForConditionalGeneration(config).to(torch.bfloat16)
     model.save_pretrained(out, safe_serialization=True)
@@ -172,14 +172,14 @@ def build_processor(out: Path) -> None:
 def make(out: Path, seed: int = 0) -> dict[str, Any]:
     """Write the whole model folder; a summary (parameters, bytes, token ids)."""
     out.mkdir(parents=True, exist_ok=True)
-    ids = build_tokenizer(out)
-    params = build_model(out, ids, seed)
+    ids, vocab_size = build_tokenizer(out)
+    params = build_model(out, ids, vocab_size, seed)
     build_processor(out)
     gen = {"eos_token_id": [ids["<|im_end|>"], ids["<|endoftext|>"]],
            "pad_token_id": ids["<|endoftext|>"], "temperature": 0.8, "top_p": 0.95}
     (out / "generation_config.json").write_text(json.dumps(gen, indent=2) + "\n")
     size = sum(p.stat().st_size for p in out.iterdir() if p.is_file())
-    return {"dir": str(out), "parameters": params, "bytes": size, "vocab": ids["__len__"],
+    return {"dir": str(out), "parameters": params, "bytes": size, "vocab": vocab_size,
             "seed": seed}
 
 

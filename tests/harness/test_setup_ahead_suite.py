@@ -63,12 +63,17 @@ def test_cases_set_up_ahead_score_and_say_so(tmp_path: Path) -> None:
     assert "critical path: wall-clock" in run.output and "2 of 3 cases set up ahead" in run.output
 
 
-def test_a_failed_set_up_ahead_is_the_next_cases_rerun_not_the_current_cases(
-        tmp_path: Path) -> None:
+def _three_in_order(tmp_path: Path) -> tuple[Path, list[str], list[str]]:
+    """The three tasks' file, their ids, and the order the suite runs them in."""
     task_file, ids = _three(tmp_path)
     listing = run_suite(tmp_path, "order", "--task-list", str(task_file), "--order",
                         "collected", "--collect-only")
-    first, second, third = _order(listing.output)
+    return task_file, ids, _order(listing.output)
+
+
+def test_a_failed_set_up_ahead_is_the_next_cases_rerun_not_the_current_cases(
+        tmp_path: Path) -> None:
+    task_file, ids, (first, second, third) = _three_in_order(tmp_path)
     env = {**CHAOS_ENV, "CHAOS_AHEAD_SETUP_FAIL": second.split("/", 1)[1]}
     run = run_suite(tmp_path, "fail", "--task-list", str(task_file), "--order", "collected",
                     "-p", "chaos", "--infra-rerun-delay", "0", *AHEAD, env=env)
@@ -85,10 +90,7 @@ def test_a_failed_set_up_ahead_is_the_next_cases_rerun_not_the_current_cases(
 
 def test_an_interrupt_in_a_prepared_case_leaves_nothing_and_resume_finishes(
         tmp_path: Path) -> None:
-    task_file, ids = _three(tmp_path)
-    listing = run_suite(tmp_path, "order", "--task-list", str(task_file), "--order",
-                        "collected", "--collect-only")
-    first, second, third = _order(listing.output)
+    task_file, ids, (first, second, third) = _three_in_order(tmp_path)
     tag = uuid.uuid4().hex
     cache = ("-o", f"cache_dir={tmp_path / 'pytest-cache'}")
     log = tmp_path / "child.log"

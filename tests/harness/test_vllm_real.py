@@ -111,7 +111,7 @@ def agent_for(endpoint: Endpoint, **kw: Any) -> HoloComputerAgent:
     return HoloComputerAgent(endpoint.url, endpoint.model, max_retries=0, **kw)
 
 
-def no_vllm_left(marker: str) -> list[str]:
+def vllm_processes(marker: str) -> list[str]:
     """``"PID command line"`` of live processes whose command line names ``marker`` (a model
     folder: the API server and its guard; the engine core and worker retitle themselves, see
     :func:`group_members`)."""
@@ -394,7 +394,7 @@ def test_serve_plays_a_desktop_case_and_a_game_with_the_real_loop(tiny_model: Pa
     posts = [line for line in log.splitlines() if "POST /v1/chat/completions" in line]
     assert posts and all(" 200 OK" in line for line in posts), posts[-5:]
     wait_for(lambda: not tagged_processes(tag), "every process of the run to end", 60)
-    assert not no_vllm_left(str(tiny_model))
+    assert not vllm_processes(str(tiny_model))
 
 
 @pytest.mark.desktop
@@ -413,7 +413,7 @@ def test_a_serve_run_ended_mid_case_leaves_no_vllm_process(tiny_model: Path, tmp
     try:
         wait_for(lambda: list((tmp_path / "srvint").rglob("step_000.*")),
                  "the first step against the served model", 900, interval=0.2)
-        (api,) = [p for p in no_vllm_left(str(tiny_model))
+        (api,) = [p for p in vllm_processes(str(tiny_model))
                   if "api_server" in p and "group_guard" not in p]
         group = os.getpgid(int(api.split()[0]))
         assert len(group_members(group)) >= 4, "guard, API server, engine core, worker"
