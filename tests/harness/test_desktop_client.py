@@ -19,7 +19,7 @@ from computer_env.desktop.client import DesktopClient, DesktopRequestError, Exec
 from computer_env.desktop.providers.base import DesktopHandle
 from computer_env.errors import VMUnreachable
 from polling import wait_for
-from xdesktop import GuestServer, XDesktop, wait_for_window
+from xdesktop import GuestServer, XDesktop, wait_for_focus, wait_for_window
 
 
 @pytest.fixture(scope="module")
@@ -148,12 +148,14 @@ def test_falls_back_to_osworld_api_without_capabilities(desk: XDesktop, tmp_path
         assert c.cursor_position() == (300, 200)
         image = Image.open(io.BytesIO(c.screenshot("jpeg", quality=50)))  # converted client-side
         assert image.format == "JPEG" and image.size == (1024, 768)
-        c.launch(["xterm", "-T", "fallback-term"])
+        c.launch(["xterm", "-T", "fallback-term", "-e", "bash", "--norc", "--noprofile"])
         wait_for_window(desk.env, "fallback-term", 15)
         c.activate_window("fallback-term")
+        wait_for_focus(desk.env, "fallback-term")  # keys typed before focus lands go elsewhere
         target = s.home / "fallback.txt"
         c.type_text(f"echo € > {target}")  # xdotool through /execute
         c.run_pyautogui("pyautogui.press('enter')")
-        wait_for(lambda: target.exists() and target.read_text(encoding="utf-8") == "€\n",
-                 "the fallback typing to reach xterm", 10)
+        typed = wait_for(lambda: target.exists() and target.read_text(encoding="utf-8"),
+                         "the fallback typing to reach xterm", 20)
+        assert typed == "€\n", f"xterm received {typed!r}"
         c.close_window("fallback-term")

@@ -140,6 +140,18 @@ def wait_for_window(env: dict[str, str], needle: str, timeout: float = 30.0) -> 
     return wait_for(window_id, f"a window matching {needle!r}", timeout)
 
 
+def wait_for_focus(env: dict[str, str], needle: str, timeout: float = 15.0) -> str:
+    """Wait until the focused window's name contains ``needle`` (focus moves after the window
+    manager handles an activate request, not when the request returns); the name."""
+
+    def focused() -> str:
+        out = subprocess.run(["xdotool", "getactivewindow", "getwindowname"], env=env,
+                             capture_output=True, text=True, check=False).stdout.strip()
+        return out if needle.lower() in out.lower() else ""
+
+    return wait_for(focused, f"the window {needle!r} to have focus", timeout)
+
+
 class GuestServer:
     """The guest server as a subprocess on a free loopback port (``--port 0`` + ``--port-file``).
 
