@@ -31,6 +31,7 @@ from computer_env.desktop.providers.docker_containers import (
     remove_quietly, sweep_dead_containers)
 from computer_env.desktop.providers.docker_host import (KVM_SLOWDOWN, ImageKind, connect,
                                                        docker_errors, kvm_usable, preflight)
+from computer_env.desktop.providers.docker_seccomp import run_container
 from computer_env.desktop.providers.limits import (DesktopLimits, cgroup_breaches,
                                                    pid_cgroup_dirs, tmp_breach)
 from computer_env.desktop.providers.ports import (named_ports, probe, published_ports,
@@ -293,7 +294,7 @@ class DockerProvider(DesktopProvider):
         )
         kwargs.update(self.container_options(token))
         try:
-            container = client.containers.run(**kwargs)
+            container = run_container(client, kwargs)
         except Exception as exc:  # docker.errors.* : image missing, daemon gone, bad device
             raise VMStartError(f"could not start a container from {self.image}: {exc}") from exc
         log.info("started container %s (%s, worker %s)", container.name, role, self.worker)

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from computer_env.desktop.providers.docker_host import connect
+from computer_env.desktop.providers.docker_seccomp import UNMASKED_PROC, security_options
 from computer_env.desktop.providers.limits import DesktopLimits, parse_size
 from computer_env.errors import VMStartError
 from computer_env.procs import running_since
@@ -52,6 +53,9 @@ def guest_server_options(*, token: str | None, screen: tuple[int, int], ram_size
         mem_limit=mem, memswap_limit=mem,  # no swap beyond the memory limit
         pids_limit=limits.pids, tmpfs={"/tmp": f"size={limits.tmp_bytes},mode=1777"},
         nano_cpus=round(cpus * 1e9), shm_size=limits.tmp_bytes,
+        # the entrypoint starts as root to make the nest, then runs Xvfb, the session and the
+        # server as `user` (docker_seccomp: why the profile and the unmasked /proc)
+        user="root", security_opt=security_options(), **{UNMASKED_PROC: True},
     )
 
 
