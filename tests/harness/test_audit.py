@@ -53,7 +53,7 @@ def test_audit_of_builtin_synthetic_and_game_cases_finds_no_harness_flaw(tmp_pat
                         ("realtimegym", "freeway/E/seed0")):
         played = {e for (c, e) in results if c == case}
         assert played == {e.name for e in exploits_for(bench)}, (bench, played)
-    for kill in ("kill-desktop-server", "kill-desktop-server-typed"):  # were unscored: dodged
+    for kill in ("kill-desktop-server", "kill-desktop-server-typed", "kill-desktop-server-sudo"):
         osw = results[("os/os-create-report-file", kill)]  # the kill reaches nothing now (nest)
         assert (osw["outcome"], osw["score"]) == ("failed", 0.0), (kill, osw["message"])
     for hook in ("python-startup-hook", "path-shadow", "shell-rc", "preload-env"):
