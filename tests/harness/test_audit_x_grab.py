@@ -10,20 +10,21 @@ import json
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from audit_suite import audit_run
 from holo_agent.reference.exploits.xserver import GRAB_INPUT, GRAB_SERVER
 from suite import run_suite
+from test_docker_provider import docker_client  # noqa: F401  (the fixture: daemon + image or skip)
 
-pytestmark = [
-    pytest.mark.desktop,
-    pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("bwrap"),
-                       reason="the local sandbox needs root and bubblewrap"),
-]
+pytestmark = [pytest.mark.desktop]
+LOCAL_SANDBOX = pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("bwrap"),
+                                   reason="the local sandbox needs root and bubblewrap")
 
 
+@LOCAL_SANDBOX
 def test_a_typed_x_server_grab_is_the_agents_zero_in_seconds(tmp_path: Path) -> None:
     audit = audit_run(tmp_path, ["grab-server", "grab-input"])
     out = audit.run.output
@@ -56,14 +57,13 @@ def _typed_task(task_id: str, command: str) -> dict[str, object]:
              "tool_call": {"tool_name": "answer", "content": "DONE"}}]}
 
 
-def test_a_synthesized_task_typing_a_grab_is_one_failed_in_well_under_a_minute(
-        tmp_path: Path) -> None:
+def _grab_tasks(tmp_path: Path, *provider: str) -> dict[str, dict[str, object]]:
     folder = tmp_path / "synth"
     folder.mkdir()
     for task_id, command in (("grab-server", GRAB_SERVER), ("grab-input", GRAB_INPUT)):
         (folder / f"{task_id}.json").write_text(json.dumps(_typed_task(task_id, command)))
     run = run_suite(tmp_path / "results", "grab", "--synthetic-dir", str(folder), "-n", "0",
-                    target="tests/synthetic")
+                    *provider, target="tests/synthetic")
     results = run.results()
     assert set(results) == {"os/grab-server", "os/grab-input"}, run.output[-3000:]
     for case, r in results.items():
@@ -71,3 +71,16 @@ def test_a_synthesized_task_typing_a_grab_is_one_failed_in_well_under_a_minute(
         assert r["failure_category"] == "x_grab", r["message"]
         assert r["timings"]["total_s"] < 40, r["timings"]
     assert "2 failed" in run.output, run.output[-2000:]
+    return results
+
+
+@LOCAL_SANDBOX
+def test_a_synthesized_task_typing_a_grab_is_one_failed_in_well_under_a_minute(
+        tmp_path: Path) -> None:
+    _grab_tasks(tmp_path)
+
+
+@pytest.mark.docker
+def test_the_same_grabs_on_docker_desktops(tmp_path: Path, docker_client: Any) -> None:  # noqa: F811
+    results = _grab_tasks(tmp_path, "--provider", "docker")
+    assert {r["versions"]["provider"] for r in results.values()} == {"docker"}
