@@ -96,11 +96,46 @@ def main(argv: Sequence[str]) -> int:
     return 0
 
 
-def enter_argv(nest_pid: int, command: Sequence[str], cwd: str | None = None) -> list[str]:
+#: capability names as setpriv spells them, by number
+CAP_NAMES = (
+    "chown", "dac_override", "dac_read_search", "fowner", "fsetid", "kill", "setgid", "setuid",
+    "setpcap", "linux_immutable", "net_bind_service", "net_broadcast", "net_admin", "net_raw",
+    "ipc_lock", "ipc_owner", "sys_module", "sys_rawio", "sys_chroot", "sys_ptrace", "sys_pacct",
+    "sys_admin", "sys_boot", "sys_nice", "sys_resource", "sys_time", "sys_tty_config", "mknod",
+    "lease", "audit_write", "audit_control", "setfcap", "mac_override", "mac_admin", "syslog",
+    "wake_alarm", "block_suspend", "audit_read", "perfmon", "bpf", "checkpoint_restore")
+
+
+def maps_root(nest_pid: int) -> bool:
+    """Whether the nest maps uid 0 (the Docker desktop's, :mod:`.nest_root`: sudo is real)."""
+    with open(f"/proc/{nest_pid}/uid_map", encoding="ascii") as f:
+        return any(line.split()[0] == "0" for line in f if line.strip())
+
+
+def bounding_spec() -> str:
+    """This process's capability bounding set as setpriv's ``--bounding-set`` argument."""
+    with open("/proc/self/status", encoding="ascii") as f:
+        mask = int(next(x for x in f if x.startswith("CapBnd:")).split()[1], 16)
+    return ",".join(["-all"] + [f"+{name}" for n, name in enumerate(CAP_NAMES) if mask >> n & 1])
+
+
+def enter_argv(nest_pid: int, command: Sequence[str], cwd: str | None = None, *,
+               bounding: str | None = None) -> list[str]:
     """``command`` run inside the nest of init ``nest_pid`` (uid and gid kept; ``cwd``, or
-    this process's working directory, as its working directory)."""
-    return ["nsenter", "-t", str(nest_pid), "-U", "-p", "-m", "--preserve-credentials",
-            f"--wd={cwd or os.getcwd()}", "--", *command]
+    this process's working directory, as its working directory).
+
+    ``bounding`` (a nest that maps root, :func:`maps_root`): entering a user namespace gives a
+    process the full capability bounding set, so a ``sudo`` below the command would get every
+    capability inside; the command is entered as the nest's root instead, which narrows the
+    bounding set to ``bounding`` (:func:`bounding_spec`) and becomes this uid and gid again
+    before it runs ``command``."""
+    wd = f"--wd={cwd or os.getcwd()}"
+    if bounding is None:
+        return ["nsenter", "-t", str(nest_pid), "-U", "-p", "-m", "--preserve-credentials", wd,
+                "--", *command]
+    return ["nsenter", "-t", str(nest_pid), "-U", "-p", "-m", "-S", "0", "-G", "0", wd, "--",
+            "setpriv", f"--bounding-set={bounding}", f"--reuid={os.getuid()}",
+            f"--regid={os.getgid()}", "--init-groups", "--", *command]
 
 
 def proc_root(nest_pid: int) -> str:

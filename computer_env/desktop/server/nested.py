@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from computer_env.desktop.server.nest import enter_argv
+from computer_env.desktop.server.nest import bounding_spec, enter_argv, maps_root
 from computer_env.procs import ChildProcesses
 
 
@@ -46,6 +46,7 @@ class NestedProcesses(ChildProcesses):
     def __init__(self, nest_pid: int, *, cwd: Path | None = None, **kwargs: Any) -> None:
         super().__init__(cwd=cwd, **kwargs)
         self.nest_pid = nest_pid
+        self._bounding = bounding_spec() if maps_root(nest_pid) else None
         self._workdir = cwd
 
     def popen(self, command: str | Sequence[str], *, shell: bool = False,
@@ -56,5 +57,5 @@ class NestedProcesses(ChildProcesses):
         if not os.path.isdir(workdir):
             raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), workdir)
         _check_program(argv[0], env, workdir)
-        return super().popen(enter_argv(self.nest_pid, argv, workdir), cwd=workdir, env=env,
-                             **kwargs)
+        argv = enter_argv(self.nest_pid, argv, workdir, bounding=self._bounding)
+        return super().popen(argv, cwd=workdir, env=env, **kwargs)
