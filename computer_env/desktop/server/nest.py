@@ -23,18 +23,18 @@ import sys
 import time
 from collections.abc import Sequence
 
-_CLONE_NEWNS, _CLONE_NEWUSER, _CLONE_NEWPID = 0x00020000, 0x10000000, 0x20000000
+CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWPID = 0x00020000, 0x10000000, 0x20000000
 _MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_REC, _MS_PRIVATE = 0x2, 0x4, 0x8, 0x4000, 0x40000
 PID_ENV = "DESKTOP_NEST_PID"
 
 
-def _check(rc: int, what: str) -> None:
+def check_rc(rc: int, what: str) -> None:
     if rc != 0:
         err = ctypes.get_errno()
         raise OSError(err, f"{what}: {os.strerror(err)}")
 
 
-def _write(path: str, text: str) -> None:
+def write_file(path: str, text: str) -> None:
     with open(path, "w", encoding="ascii") as f:
         f.write(text)
 
@@ -42,10 +42,16 @@ def _write(path: str, text: str) -> None:
 def _init(argv: Sequence[str]) -> None:
     """Pid 1 of the nest: its own ``/proc``, no user namespaces below, start ``argv``, reap."""
     libc = ctypes.CDLL(None, use_errno=True)
-    _check(libc.mount(b"none", b"/", None, _MS_REC | _MS_PRIVATE, None), "private /")
-    _check(libc.mount(b"proc", b"/proc", b"proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, None),
+    check_rc(libc.mount(b"none", b"/", None, _MS_REC | _MS_PRIVATE, None), "private /")
+    check_rc(libc.mount(b"proc", b"/proc", b"proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, None),
            "mount /proc")
-    _write("/proc/sys/user/max_user_namespaces", "0")
+    write_file("/proc/sys/user/max_user_namespaces", "0")
+    start_and_reap(argv)
+
+
+def start_and_reap(argv: Sequence[str]) -> None:
+    """The nest's init from its set-up on: default signal dispositions, start ``argv``, reap
+    orphans for ever."""
     for sig in signal.valid_signals():  # default dispositions: no signal from inside lands
         if sig not in (signal.SIGKILL, signal.SIGSTOP, signal.SIGCHLD):
             try:
@@ -79,10 +85,10 @@ def main(argv: Sequence[str]) -> int:
     pidfile, command = argv[0], argv[1:]
     uid, gid = os.getuid(), os.getgid()
     libc = ctypes.CDLL(None, use_errno=True)
-    _check(libc.unshare(_CLONE_NEWUSER | _CLONE_NEWNS | _CLONE_NEWPID), "unshare")
-    _write("/proc/self/setgroups", "deny")
-    _write("/proc/self/uid_map", f"{uid} {uid} 1\n")
-    _write("/proc/self/gid_map", f"{gid} {gid} 1\n")
+    check_rc(libc.unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID), "unshare")
+    write_file("/proc/self/setgroups", "deny")
+    write_file("/proc/self/uid_map", f"{uid} {uid} 1\n")
+    write_file("/proc/self/gid_map", f"{gid} {gid} 1\n")
     pid = os.fork()
     if pid == 0:
         try:
@@ -91,7 +97,7 @@ def main(argv: Sequence[str]) -> int:
             print(f"nest init failed: {exc}", file=sys.stderr)
         os._exit(1)
     tmp = f"{pidfile}.tmp"
-    _write(tmp, f"{pid}\n")
+    write_file(tmp, f"{pid}\n")
     os.replace(tmp, pidfile)
     return 0
 

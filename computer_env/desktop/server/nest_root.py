@@ -29,13 +29,17 @@ from __future__ import annotations
 
 import ctypes
 import os
-import signal
 import sys
-import time
 from collections.abc import Sequence
 
-from computer_env.desktop.server.nest import _CLONE_NEWNS, _CLONE_NEWPID, _CLONE_NEWUSER, _check
-from computer_env.desktop.server.nest import _write
+from computer_env.desktop.server.nest import (
+    CLONE_NEWNS,
+    CLONE_NEWPID,
+    CLONE_NEWUSER,
+    check_rc,
+    start_and_reap,
+    write_file,
+)
 
 _MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_NOEXEC = 0x1, 0x2, 0x4, 0x8
 _MS_REMOUNT, _MS_BIND, _MS_REC, _MS_PRIVATE = 0x20, 0x1000, 0x4000, 0x40000
@@ -69,7 +73,7 @@ def _libc() -> ctypes.CDLL:
 def _mount(libc: ctypes.CDLL, source: str | None, target: str, fstype: str | None, flags: int,
            data: str | None = None) -> None:
     enc = (lambda s: s.encode() if s is not None else None)
-    _check(libc.mount(enc(source), enc(target), enc(fstype), flags, enc(data)),
+    check_rc(libc.mount(enc(source), enc(target), enc(fstype), flags, enc(data)),
            f"mount {target}")
 
 
@@ -133,7 +137,7 @@ def _limit_capabilities(libc: ctypes.CDLL, allowed: int) -> None:
         last = int(f.read())
     for cap in range(last + 1):
         if not allowed >> cap & 1:
-            _check(libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0), f"drop capability {cap}")
+            check_rc(libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0), f"drop capability {cap}")
 
 
 def _init(command: Sequence[str], allowed: int) -> None:
@@ -142,7 +146,7 @@ def _init(command: Sequence[str], allowed: int) -> None:
     libc = _libc()
     _mount(libc, "none", "/", None, _MS_REC | _MS_PRIVATE)
     _mount(libc, "proc", "/proc", "proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC)
-    _write("/proc/sys/user/max_user_namespaces", "0")
+    write_file("/proc/sys/user/max_user_namespaces", "0")
     os.makedirs(UPPER, exist_ok=True)
     _mount(libc, "tmpfs", UPPER, "tmpfs", _MS_NOSUID | _MS_NODEV, f"size={UPPER_SIZE},mode=0755")
     for folder in OVERLAID:
@@ -158,31 +162,10 @@ def _init(command: Sequence[str], allowed: int) -> None:
 
 
 def _reap(command: Sequence[str]) -> None:
-    """The nest's init from here on: not dumpable (nothing inside can trace it), default signal
-    dispositions (pid 1: no signal from inside lands), starts ``command``, reaps for ever."""
-    _check(_libc().prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0), "prctl")
-    for sig in signal.valid_signals():
-        if sig not in (signal.SIGKILL, signal.SIGSTOP, signal.SIGCHLD):
-            try:
-                signal.signal(sig, signal.SIG_DFL)
-            except (OSError, ValueError):
-                pass
-    pid = os.fork()
-    if pid == 0:
-        try:
-            os.execvp(command[0], list(command))
-        finally:
-            os._exit(127)
-    devnull = os.open(os.devnull, os.O_RDWR)
-    for fd in (0, 1, 2):
-        os.dup2(devnull, fd)
-    while True:
-        try:
-            os.wait()
-        except ChildProcessError:
-            time.sleep(0.5)
-        except InterruptedError:
-            pass
+    """The nest's init from here on: not dumpable (nothing inside can trace it), then as the
+    local nest's (:func:`.nest.start_and_reap`)."""
+    check_rc(_libc().prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0), "prctl")
+    start_and_reap(command)
 
 
 def _write_maps(child: int, owner: int) -> None:
@@ -190,11 +173,11 @@ def _write_maps(child: int, owner: int) -> None:
     the new namespace, which (without it in the container) only its owner has: so write them
     with the owner's euid while keeping root's capabilities (no set-uid fix-up)."""
     libc = _libc()
-    _check(libc.prctl(_PR_SET_SECUREBITS, _SECBIT_NO_SETUID_FIXUP, 0, 0, 0), "securebits")
+    check_rc(libc.prctl(_PR_SET_SECUREBITS, _SECBIT_NO_SETUID_FIXUP, 0, 0, 0), "securebits")
     os.seteuid(owner)
     try:
-        _write(f"/proc/{child}/uid_map", f"0 0 {ID_RANGE}\n")
-        _write(f"/proc/{child}/gid_map", f"0 0 {ID_RANGE}\n")
+        write_file(f"/proc/{child}/uid_map", f"0 0 {ID_RANGE}\n")
+        write_file(f"/proc/{child}/gid_map", f"0 0 {ID_RANGE}\n")
     finally:
         os.seteuid(0)
 
@@ -216,7 +199,7 @@ def make(uid: int, gid: int, pidfile: str, command: Sequence[str]) -> int:
             os.setgroups([])
             os.setresgid(gid, gid, gid)
             os.setresuid(uid, uid, uid)
-            _check(_libc().unshare(_CLONE_NEWUSER | _CLONE_NEWNS | _CLONE_NEWPID), "unshare")
+            check_rc(_libc().unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID), "unshare")
             os.write(unshared_w, b"1")
             if os.read(mapped_r, 1) != b"1":
                 os._exit(1)
@@ -228,7 +211,7 @@ def make(uid: int, gid: int, pidfile: str, command: Sequence[str]) -> int:
                     print(f"nest init failed: {exc}", file=sys.stderr)
                 os._exit(1)
             tmp = f"{pidfile}.tmp"
-            _write(tmp, f"{init}\n")
+            write_file(tmp, f"{init}\n")
             os.replace(tmp, pidfile)
             os._exit(0)
         except BaseException as exc:  # noqa: BLE001
