@@ -53,6 +53,20 @@ def test_commands_in_the_desktop_see_neither_the_server_nor_x(
     assert res["output"].strip() == "rc=1", res
 
 
+def test_the_nests_init_holds_no_capability_and_cannot_be_traced(
+        desktop: LocalSandboxProvider) -> None:
+    """The init mounted the nest's /proc with the capabilities a new user namespace gives; it
+    re-executes before anything runs, so it holds none, and is not dumpable: a process of the
+    agent's uid cannot ptrace it (and through it unmount /proc) nor read its memory."""
+    handle = desktop.reset()
+    out = guest_sh(handle, "grep -E '^Cap(Eff|Prm):' /proc/1/status; "
+                           "head -c1 /proc/1/environ >/dev/null 2>&1 || echo no-environ; "
+                           "grep -c -- --reap /proc/1/cmdline")["output"].split()
+    assert out[:4] == ["CapPrm:", "0000000000000000", "CapEff:", "0000000000000000"], out
+    assert "no-environ" in out, out  # /proc/1/environ needs ptrace access: refused
+    assert out[-1] == "1", out  # it is the re-executed reaper
+
+
 def test_a_kill_run_in_the_desktop_leaves_its_server_and_x_running(
         desktop: LocalSandboxProvider) -> None:
     handle = desktop.reset()

@@ -9,7 +9,9 @@ typed into a terminal finds nothing to kill); user namespaces cannot be made the
 ``python -m computer_env.desktop.server.nest PIDFILE CMD...`` (run by the init script, as the
 sandbox's unprivileged user): makes the namespaces, writes the nest init's pid (as this side
 sees it) to PIDFILE and returns; the init (pid 1 inside: only signals it handles can reach it
-from inside, and it handles none) starts CMD and then reaps orphans for ever.
+from inside, and it handles none) re-executes itself to give up the capabilities it held in the
+nest for its mounts and to be non-dumpable (no process inside can trace it), starts CMD and then
+reaps orphans for ever.
 :func:`enter_argv` is how the server starts a command inside (``nsenter``; see
 :class:`~computer_env.desktop.server.nested.NestedProcesses`).
 """
@@ -25,6 +27,7 @@ from collections.abc import Sequence
 
 CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWPID = 0x00020000, 0x10000000, 0x20000000
 _MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_REC, _MS_PRIVATE = 0x2, 0x4, 0x8, 0x4000, 0x40000
+_PR_SET_DUMPABLE = 4
 PID_ENV = "DESKTOP_NEST_PID"
 
 
@@ -46,6 +49,20 @@ def _init(argv: Sequence[str]) -> None:
     check_rc(libc.mount(b"proc", b"/proc", b"proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, None),
            "mount /proc")
     write_file("/proc/sys/user/max_user_namespaces", "0")
+    exec_reaper(argv)
+
+
+def exec_reaper(argv: Sequence[str]) -> None:
+    """Become the nest's reaper (:func:`reap`) by exec: the init gives up the capabilities it
+    held in the nest for its set-up (an exec as a user other than root drops them)."""
+    os.execv(sys.executable, [sys.executable, "-I", "-S", os.path.abspath(__file__), "--reap",
+                              *argv])
+
+
+def reap(argv: Sequence[str]) -> None:
+    """The nest's init after its set-up: not dumpable, so nothing inside can trace it (it is
+    the agent's uid), then :func:`start_and_reap`."""
+    check_rc(ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0), "prctl")
     start_and_reap(argv)
 
 
@@ -77,7 +94,11 @@ def start_and_reap(argv: Sequence[str]) -> None:
 
 
 def main(argv: Sequence[str]) -> int:
-    """Make the nest, write its init's pid to ``argv[0]``, start ``argv[1:]`` inside it."""
+    """Make the nest, write its init's pid to ``argv[0]``, start ``argv[1:]`` inside it
+    (``--reap CMD...``: the init's own re-exec, :func:`reap`)."""
+    if argv[:1] == ["--reap"] and len(argv) > 1:
+        reap(argv[1:])
+        return 1
     if len(argv) < 2:
         print("usage: python -m computer_env.desktop.server.nest PIDFILE CMD...",
               file=sys.stderr)

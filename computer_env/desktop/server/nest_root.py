@@ -21,8 +21,8 @@ reach is the same as there, plus what root inside could otherwise undo:
   files there, the X socket and the session bus live there.
 
 ``python -m computer_env.desktop.server.nest_root --as UID:GID PIDFILE CMD...`` (as root):
-makes the nest, writes its init's pid to PIDFILE, returns; CMD runs inside as UID:GID.
-``--reap CMD...`` is the nest's init after its set-up (internal).
+makes the nest, writes its init's pid to PIDFILE, returns; CMD runs inside as UID:GID. After
+its mounts the init becomes the same reaper as the local nest's (:func:`.nest.exec_reaper`).
 """
 
 from __future__ import annotations
@@ -37,13 +37,13 @@ from computer_env.desktop.server.nest import (
     CLONE_NEWPID,
     CLONE_NEWUSER,
     check_rc,
-    start_and_reap,
+    exec_reaper,
     write_file,
 )
 
 _MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_NOEXEC = 0x1, 0x2, 0x4, 0x8
 _MS_REMOUNT, _MS_BIND, _MS_REC, _MS_PRIVATE = 0x20, 0x1000, 0x4000, 0x40000
-_PR_SET_DUMPABLE, _PR_CAPBSET_DROP, _PR_SET_SECUREBITS = 4, 24, 28
+_PR_CAPBSET_DROP, _PR_SET_SECUREBITS = 24, 28
 _SECBIT_NO_SETUID_FIXUP = 1 << 2
 #: uids and gids mapped into the nest, each as itself (Debian's system and user range)
 ID_RANGE = 65536
@@ -157,15 +157,7 @@ def _init(command: Sequence[str], allowed: int) -> None:
     _mask_proc(libc)
     _limit_capabilities(libc, allowed)
     os.chdir("/")
-    os.execv(sys.executable, [sys.executable, "-s", "-m", __spec__.name if __spec__ else
-                              "computer_env.desktop.server.nest_root", "--reap", *command])
-
-
-def _reap(command: Sequence[str]) -> None:
-    """The nest's init from here on: not dumpable (nothing inside can trace it), then as the
-    local nest's (:func:`.nest.start_and_reap`)."""
-    check_rc(_libc().prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0), "prctl")
-    start_and_reap(command)
+    exec_reaper(command)
 
 
 def _write_maps(child: int, owner: int) -> None:
@@ -229,9 +221,6 @@ def make(uid: int, gid: int, pidfile: str, command: Sequence[str]) -> int:
 
 
 def main(argv: Sequence[str]) -> int:
-    if argv[:1] == ["--reap"] and len(argv) > 1:
-        _reap(argv[1:])
-        return 1
     if len(argv) < 4 or argv[0] != "--as" or ":" not in argv[1]:
         print("usage: python -m computer_env.desktop.server.nest_root --as UID:GID PIDFILE "
               "CMD...", file=sys.stderr)
