@@ -2,7 +2,7 @@
 # Container entrypoint: X display, window manager, session bus + AT-SPI, then the guest server.
 # The token comes from env DESKTOP_SERVER_TOKEN (never written to a log). Runs as `user`
 # (USER in the Dockerfile).
-# Unlike the local sandbox (computer_env/desktop/server/nest.py), the agent's side is NOT kept
+# Unlike the local sandbox (computer_env/desktop/server/commands/nest.py), the agent's side is NOT kept
 # out of reach of Xvfb and the server here: `user` has sudo (OSWorld's guest convention), which
 # reaches every process of the container, and Docker's seccomp profile forbids the user namespace
 # a nest needs. A kill of the server from inside a container is still possible.

@@ -91,7 +91,7 @@ def measure(name: str, opts: ProviderOptions, runs: int) -> dict[str, float]:
 
 def actor_only(address: str, runs: int) -> float:
     """Median start of an empty actor needing one ``desktop`` (placement + its process)."""
-    from computer_env.desktop.providers.ray_cluster import connect
+    from computer_env.desktop.providers.ray.cluster import connect
 
     ray = connect(address)
 

@@ -45,7 +45,7 @@ import fixtures.benchmarks.osworld_setup as osworld_setup
 from computer_env.desktop.client import DesktopClient
 from computer_env.errors import SetupError
 from computer_env.osworld import EvaluatorUnsupported
-from computer_env.osworld.scorer import scorer
+from computer_env.osworld.scoring.scorer import scorer
 from holo_agent.reference import solution_key
 from polling import wait_for
 

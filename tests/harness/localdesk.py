@@ -13,7 +13,7 @@ from computer_env.desktop.providers.base import DesktopHandle
 from computer_env.errors import ConfigurationError
 
 if TYPE_CHECKING:
-    from computer_env.desktop.providers.local import LocalSandboxProvider
+    from computer_env.desktop.providers.local.provider import LocalSandboxProvider
 
 
 @contextmanager
@@ -22,7 +22,7 @@ def local_desktop(*, width: int = 1920, height: int = 1080, allow_ports: Iterabl
     """A started :class:`LocalSandboxProvider` that may reach ``allow_ports`` on the host, closed
     on exit. With ``skip_unavailable`` a machine that cannot start one skips the test (saying
     why) instead of failing it."""
-    from computer_env.desktop.providers.local import LocalSandboxProvider
+    from computer_env.desktop.providers.local.provider import LocalSandboxProvider
 
     provider = LocalSandboxProvider(width=width, height=height)
     try:

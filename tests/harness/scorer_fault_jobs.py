@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 
-from computer_env.osworld import scorer_budget
+from computer_env.osworld.scoring import scorer_budget
 
 
 def abort() -> None:

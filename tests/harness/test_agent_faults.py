@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from computer_env.desktop.client import DesktopClient
-from computer_env.desktop.providers.local import LocalSandboxProvider
+from computer_env.desktop.providers.local.provider import LocalSandboxProvider
 from computer_env.errors import EvaluatorCrash, EvaluatorInfraError
-from computer_env.osworld import evaluate
+from computer_env.osworld.scoring import evaluate
 from fixtures.cases.attempt import Attempt
 from fixtures.cases.integrity import EVALUATOR_CRASH, RESOURCE_LIMIT, AgentTurnGuard, task_text
 from fixtures.cases.pool import VMPool

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from computer_env.osworld.assets import AssetServer, content_type, resolve
+from computer_env.osworld.catalog.assets import AssetServer, content_type, resolve
 from computer_env.osworld.builtin import BUILTIN_ROOT
 
 
@@ -121,9 +121,9 @@ def test_default_root_is_builtin_assets() -> None:
 
 
 def test_cli_serves(root: Path) -> None:
-    """``python -m computer_env.osworld.assets`` serves until terminated."""
+    """``python -m computer_env.osworld.catalog.assets`` serves until terminated."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "computer_env.osworld.assets", "--root", str(root),
+        [sys.executable, "-m", "computer_env.osworld.catalog.assets", "--root", str(root),
          "--host", "127.0.0.1", "--port", "0"],
         stdout=subprocess.PIPE, text=True)
     try:

@@ -32,7 +32,7 @@ def env() -> Iterator[Any]:
     """A desktop with OSWorld's Chrome setup (google-chrome on 1337, socat 9222 -> 1337, run by
     OSWorld's SetupController) showing a file:// page, plus a plain ``chromium`` showing another;
     yields the ``env`` OSWorld's getters read (its PythonController and CDP address)."""
-    from computer_env.osworld.upstream import upstream_python_controller, upstream_setup_module
+    from computer_env.osworld.upstream.loader import upstream_python_controller, upstream_setup_module
 
     with local_desktop(width=1280, height=720) as provider:
         handle = provider.handle
@@ -79,7 +79,7 @@ def test_google_chrome_is_named_google_chrome_and_chromium_keeps_its_name(env: A
 @pytest.mark.desktop
 @needs_desktop
 def test_osworld_getters_read_the_active_tab_of_google_chrome(env: Any) -> None:
-    from computer_env.osworld.upstream import upstream_getters
+    from computer_env.osworld.upstream.loader import upstream_getters
 
     wait_for(lambda: _both_browsers_shown(env),
              "both browsers' address bars in the accessibility tree", timeout=180, interval=2)
@@ -100,8 +100,8 @@ def test_embedded_desktop_skips_these_getters_only_where_osworld_wants_chromium(
     contains "arm"; the embedded desktop names its google-chrome "Google Chrome", so there the
     task is skipped (on this machine too, with ``platform.machine`` answering as on such a one)."""
     from computer_env.osworld.errors import EvaluatorUnsupported
-    from computer_env.osworld.evaluate import ensure_supported
-    from computer_env.osworld.tasks import parse_task
+    from computer_env.osworld.scoring.evaluate import ensure_supported
+    from computer_env.osworld.catalog.tasks import parse_task
 
     task = parse_task({"id": "t1", "instruction": "test", "evaluator": {
         "func": "is_expected_active_tab", "result": {"type": "active_url_from_accessTree",

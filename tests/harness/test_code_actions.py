@@ -16,7 +16,7 @@ import pytest
 
 from computer_env.desktop.client import DesktopClient
 from computer_env.osworld import OSWorldComputerEnv, TaskContext, default_vars
-from computer_env.osworld.tasks import parse_task
+from computer_env.osworld.catalog.tasks import parse_task
 from holo_agent.code_tool import MODEL_CHARS, run_code_action, truncate
 from holo_agent.prompt import build_system_prompt
 from holo_agent.records import read_traj
@@ -56,7 +56,7 @@ def test_truncate_keeps_head_and_tail() -> None:
 
 @pytest.fixture(scope="module")
 def env() -> Iterator[OSWorldComputerEnv]:
-    from computer_env.desktop.providers.local import LocalSandboxProvider
+    from computer_env.desktop.providers.local.provider import LocalSandboxProvider
 
     provider = LocalSandboxProvider(width=800, height=600)
     provider.start()

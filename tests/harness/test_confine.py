@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from computer_env.osworld.confine import (
+from computer_env.osworld.guards.confine import (
     ConfinementError,
     asset_hosts,
     check_download_url,
@@ -21,8 +21,8 @@ from computer_env.osworld.confine import (
 )
 from computer_env.osworld.context import TaskContext
 from computer_env.osworld.errors import TaskLoadError
-from computer_env.osworld.setup_steps import confine_step
-from computer_env.osworld.tasks import SetupStep, load_tasks
+from computer_env.osworld.prepare.setup_steps import confine_step
+from computer_env.osworld.catalog.tasks import SetupStep, load_tasks
 
 
 @pytest.mark.parametrize("rel", ["../x", "a/../../x", "/etc/passwd", "~/x", "", "a\x00b", "..",
@@ -124,7 +124,7 @@ def test_task_list_domains_and_ids_cannot_leave_examples(tmp_path: Path, domain:
 
 
 def test_real_osworld_and_builtin_tasks_all_pass(tmp_path: Path) -> None:
-    from computer_env.osworld.tasks import load_builtin_tasks
+    from computer_env.osworld.catalog.tasks import load_builtin_tasks
 
     assert len(load_builtin_tasks()) >= 20
     shared = Path(__file__).resolve().parents[3] / "shared" / "osworld"

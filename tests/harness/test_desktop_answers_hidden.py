@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from computer_env.desktop.client import DesktopClient
-from computer_env.desktop.providers.bwrap import GUEST_SUBPACKAGES, guest_code, package_dir
+from computer_env.desktop.providers.local.bwrap import GUEST_SUBPACKAGES, guest_code, package_dir
 from localdesk import guest_sh, local_desktop
 
 PKG = package_dir()

@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from computer_env.desktop.providers.base import DesktopHandle
-from computer_env.desktop.providers.local import LocalSandboxProvider
+from computer_env.desktop.providers.local.provider import LocalSandboxProvider
 from localdesk import guest_sh, local_desktop
 from polling import wait_for
 

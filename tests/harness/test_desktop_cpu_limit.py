@@ -12,11 +12,11 @@ from pathlib import Path
 import psutil
 import pytest
 
-from computer_env.desktop.providers.docker import DockerProvider
+from computer_env.desktop.providers.docker.provider import DockerProvider
 from computer_env.desktop.providers.limits import DesktopLimits, default_cpus, host_cpus
-from computer_env.desktop.providers.local import LocalSandboxProvider
+from computer_env.desktop.providers.local.provider import LocalSandboxProvider
 from computer_env.desktop.providers.registry import ProviderOptions, make_provider
-from computer_env.desktop.providers.session import SandboxSession
+from computer_env.desktop.providers.local.session import SandboxSession
 from localdesk import guest_sh
 from parsed_settings import settings_of
 from polling import wait_for

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from computer_env.desktop.providers import netns
-from computer_env.desktop.providers.cgroups import session_cgroups
-from computer_env.desktop.providers.local import LocalSandboxProvider
+from computer_env.desktop.providers.local import netns
+from computer_env.desktop.providers.local.cgroups import session_cgroups
+from computer_env.desktop.providers.local.provider import LocalSandboxProvider
 from fixtures.cases.pool import sweep_network_leftovers
 from localdesk import local_desktop
 
@@ -30,7 +30,7 @@ pytestmark = [
 
 OWNER = """
 import signal
-from computer_env.desktop.providers.local import LocalSandboxProvider
+from computer_env.desktop.providers.local.provider import LocalSandboxProvider
 provider = LocalSandboxProvider(width=640, height=480)
 provider.start()
 print("READY", flush=True)

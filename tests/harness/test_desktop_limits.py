@@ -16,8 +16,8 @@ import pytest
 
 from computer_env.desktop.providers.base import DesktopHandle
 from computer_env.desktop.providers.limits import MiB, DesktopLimits, parse_size
-from computer_env.desktop.providers.local import LocalSandboxProvider
-from computer_env.desktop.providers.session import SandboxSession
+from computer_env.desktop.providers.local.provider import LocalSandboxProvider
+from computer_env.desktop.providers.local.session import SandboxSession
 from computer_env.errors import ResourceLimitError
 from fixtures.cases.outcomes import classify
 from fixtures.cases.pool import VMPool

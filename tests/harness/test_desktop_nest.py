@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import pytest
 
 from computer_env.desktop.client import DesktopClient
-from computer_env.desktop.providers.local import LocalSandboxProvider
+from computer_env.desktop.providers.local.provider import LocalSandboxProvider
 from localdesk import guest_sh, local_desktop
 from polling import wait_for
 

@@ -19,8 +19,8 @@ import httpx
 import pytest
 
 from computer_env.desktop.client import DesktopClient
-from computer_env.desktop.providers.docker import DEFAULT_GUEST_SERVER_IMAGE, DockerProvider
-from computer_env.desktop.providers.docker_containers import LABEL_PID, sweep_dead_containers
+from computer_env.desktop.providers.docker.provider import DEFAULT_GUEST_SERVER_IMAGE, DockerProvider
+from computer_env.desktop.providers.docker.containers import LABEL_PID, sweep_dead_containers
 from computer_env.errors import ConfigurationError
 from polling import wait_for
 
@@ -117,7 +117,7 @@ def test_two_workers_never_share_host_ports(docker_client: Any) -> None:
 
 _CHILD = textwrap.dedent("""
     import sys, time
-    from computer_env.desktop.providers.docker import DockerProvider
+    from computer_env.desktop.providers.docker.provider import DockerProvider
     p = DockerProvider(sys.argv[1], worker="killed", prewarm=False, ready_timeout=60)
     p.start()
     print(p._container.name, flush=True)

@@ -24,11 +24,11 @@ from pathlib import Path
 
 import pytest
 
-from computer_env.osworld import download
-from computer_env.osworld.assets import AssetServer
-from computer_env.osworld.confine import check_download_url
-from computer_env.osworld.guarded_http import RefusedAddress
-from computer_env.osworld.tasks import TaskLoadError, parse_task
+from computer_env.osworld.catalog import download
+from computer_env.osworld.catalog.assets import AssetServer
+from computer_env.osworld.guards.confine import check_download_url
+from computer_env.osworld.guards.guarded_http import RefusedAddress
+from computer_env.osworld.catalog.tasks import TaskLoadError, parse_task
 from fixtures.report.watch.server import WatchServer
 from holo_agent.reference.server import ReferenceEndpoint
 

@@ -22,9 +22,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from computer_env.desktop.providers import netns
+from computer_env.desktop.providers.local import netns
 from computer_env.desktop.providers.base import DesktopHandle
-from computer_env.desktop.providers.local import LocalSandboxProvider
+from computer_env.desktop.providers.local.provider import LocalSandboxProvider
 from computer_env.errors import ConfigurationError
 from localdesk import local_desktop
 from polling import wait_for
@@ -196,7 +196,7 @@ def _iptables() -> str:
 
 _CHILD = """
 import json, sys, time
-from computer_env.desktop.providers.local import LocalSandboxProvider
+from computer_env.desktop.providers.local.provider import LocalSandboxProvider
 p = LocalSandboxProvider(width=640, height=480)
 p.allow_host_port(9)
 h = p.start()

@@ -17,7 +17,7 @@ from computer_env.base import Click, Drag, Hotkey, KeyPress, MoveTo, Scroll, Typ
 from computer_env.desktop.client import DesktopClient
 from computer_env.osworld import OSWorldComputerEnv, TaskContext, default_vars, wait_until_settled
 from computer_env.osworld.actions import to_pyautogui
-from computer_env.osworld.tasks import parse_task
+from computer_env.osworld.catalog.tasks import parse_task
 from polling import wait_for
 
 pytestmark = [
@@ -61,7 +61,7 @@ while True:
 
 @pytest.fixture(scope="module")
 def desktop() -> Iterator[Any]:
-    from computer_env.desktop.providers.local import LocalSandboxProvider
+    from computer_env.desktop.providers.local.provider import LocalSandboxProvider
 
     provider = LocalSandboxProvider(width=W, height=H)
     provider.start()

@@ -19,14 +19,9 @@ import pytest
 from computer_env.desktop.client import DesktopClient
 from computer_env.desktop.providers.base import DesktopHandle
 from computer_env.errors import EvaluatorInfraError
-from computer_env.osworld import (
-    EvaluatorUnsupported,
-    TaskContext,
-    default_vars,
-    ensure_supported,
-    evaluate,
-)
-from computer_env.osworld.tasks import Task, parse_task
+from computer_env.osworld import EvaluatorUnsupported, TaskContext, default_vars, ensure_supported
+from computer_env.osworld.scoring import evaluate
+from computer_env.osworld.catalog.tasks import Task, parse_task
 
 
 def _closed_port() -> int:
@@ -255,7 +250,7 @@ def test_metric_needing_a_module_not_installed_is_skipped_before_setup(
     and Google Drive modules are installed): the task is skipped with that reason before setup,
     and were it run, the absent module raises through OSWorld's ``except Exception`` instead of
     scoring 0."""
-    from computer_env.osworld.upstream import MissingDependency, upstream_metrics
+    from computer_env.osworld.upstream.loader import MissingDependency, upstream_metrics
 
     with pytest.raises(EvaluatorUnsupported, match=module):
         ensure_supported(task(evaluator))
@@ -329,7 +324,7 @@ needs_desktop = pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("bwrap"
 def test_on_a_real_desktop_then_server_killed(tmp_path: Path) -> None:
     """vm_file / vm_command_line / postconfig on a live desktop; once its server is gone the
     same evaluation raises EvaluatorInfraError instead of scoring 0."""
-    from computer_env.desktop.providers.local import LocalSandboxProvider
+    from computer_env.desktop.providers.local.provider import LocalSandboxProvider
 
     provider = LocalSandboxProvider(width=1024, height=768)
     try:
@@ -368,8 +363,8 @@ def test_a_task_that_races_the_embedded_desktop_is_skipped_there_only() -> None:
     from types import SimpleNamespace
 
     from computer_env.osworld.errors import EvaluatorUnsupported
-    from computer_env.osworld.evaluate import EMBEDDED_TIMING_DEFECTS, ensure_supported
-    from computer_env.osworld.tasks import load_task_file
+    from computer_env.osworld.scoring.evaluate import EMBEDDED_TIMING_DEFECTS, ensure_supported
+    from computer_env.osworld.catalog.tasks import load_task_file
     from tests.harness.suite import OSWORLD_DATA
 
     path = OSWORLD_DATA / "examples" / "os" / "13584542-872b-42d8-b299-866967b5c3ef.json"

@@ -11,16 +11,16 @@ from pathlib import Path
 
 import pytest
 
-from computer_env.osworld.needs import python_imports, shell_programs, task_needs
-from computer_env.osworld.needs_check import (
+from computer_env.osworld.planning.needs import python_imports, shell_programs, task_needs
+from computer_env.osworld.planning.needs_check import (
     DesktopInventory,
     DesktopNeedsChecker,
     host_unmet,
     parse_probe,
     probe_script,
 )
-from computer_env.osworld.plan import classify, make_plan
-from computer_env.osworld.tasks import load_tasks, parse_task
+from computer_env.osworld.planning.plan import classify, make_plan
+from computer_env.osworld.catalog.tasks import load_tasks, parse_task
 from tests.harness.suite import OSWORLD_DATA, ROOT, run_suite
 
 DATA = OSWORLD_DATA
@@ -138,7 +138,7 @@ def test_host_unmet_files_and_network(tmp_path: Path) -> None:
     assert offline[1].startswith("the internet while it runs (the instruction points at "
                                  "example.org")
     assert host_unmet(needs, tmp_path, lambda: True) == []
-    from computer_env.osworld.download import cache_path
+    from computer_env.osworld.catalog.download import cache_path
 
     path = cache_path(tmp_path, "https://files.example/a.xlsx")
     path.parent.mkdir(parents=True)
@@ -149,7 +149,7 @@ def test_host_unmet_files_and_network(tmp_path: Path) -> None:
 @pytest.mark.desktop
 def test_a_real_desktop_reports_what_it_has() -> None:
     from computer_env.desktop.client import DesktopClient
-    from computer_env.desktop.providers.local import LocalSandboxProvider
+    from computer_env.desktop.providers.local.provider import LocalSandboxProvider
 
     task = parse_task({"id": "x", "instruction": "do", "evaluator": {"func": "exact_match"},
                        "config": [{"type": "launch", "parameters": {"command": [

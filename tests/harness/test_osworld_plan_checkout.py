@@ -77,7 +77,7 @@ def test_osworld_modules_import_without_placeholders() -> None:
     through_loader = subprocess.run(
         [sys.executable, "-c",
          "import logging; logging.basicConfig(level=logging.WARNING)\n"
-         "from computer_env.osworld.upstream import (absent_modules, upstream_getters,\n"
+         "from computer_env.osworld.upstream.loader import (absent_modules, upstream_getters,\n"
          "    upstream_metrics, upstream_setup_module)\n"
          "upstream_setup_module(); upstream_getters(); upstream_metrics()\n"
          "print(absent_modules())"],
@@ -88,8 +88,8 @@ def test_osworld_modules_import_without_placeholders() -> None:
 
 
 def test_google_drive_tasks_still_skip_with_their_reason() -> None:
-    from computer_env.osworld.needs import task_needs
-    from computer_env.osworld.tasks import parse_task
+    from computer_env.osworld.planning.needs import task_needs
+    from computer_env.osworld.catalog.tasks import parse_task
 
     task = parse_task({"id": "g", "instruction": "x", "config": [
         {"type": "googledrive", "parameters": {"settings_file": "s", "operation": []}}],

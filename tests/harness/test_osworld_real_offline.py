@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from computer_env.osworld.needs import task_needs
-from computer_env.osworld.oracle import PROOF_ROUTES, oracle_index
-from computer_env.osworld.tasks import load_tasks
+from computer_env.osworld.planning.needs import task_needs
+from computer_env.osworld.catalog.oracle import PROOF_ROUTES, oracle_index
+from computer_env.osworld.catalog.tasks import load_tasks
 from tests.harness.suite import OSWORLD_DATA, run_suite
 
 DATA = OSWORLD_DATA
@@ -38,7 +38,7 @@ SKIP_PREFIXES = ("needs: ", "leak check only", "cannot run here: ",
 
 KNOWN_ENVIRONMENT_DEFECTS: dict[str, str] = {}
 # (os/13584542, whose own postconfig races the terminal's start, is skipped by the product on
-# the embedded desktop: computer_env.osworld.evaluate.EMBEDDED_TIMING_DEFECTS)
+# the embedded desktop: computer_env.osworld.scoring.evaluate.EMBEDDED_TIMING_DEFECTS)
 """Cases that fail here for a defect of the desktop, not of the harness or the oracle, with the
 text their failure shows. Left out of the CI run (an unscored case costs its reruns); listed so
 that they stay visible until the desktop is fixed."""

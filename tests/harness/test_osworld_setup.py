@@ -21,17 +21,11 @@ import pytest
 from computer_env.desktop.client import DesktopClient
 from computer_env.desktop.providers.base import DesktopHandle
 from computer_env.errors import SetupError, VMUnreachable
-from computer_env.osworld import (
-    SetupUnsupported,
-    TaskContext,
-    default_vars,
-    evaluate,
-    prefetch,
-    run_setup,
-)
-from computer_env.osworld.download import cache_path
-from computer_env.osworld.setup_steps import apply_proxy
-from computer_env.osworld.tasks import parse_task
+from computer_env.osworld import SetupUnsupported, TaskContext, default_vars, prefetch, run_setup
+from computer_env.osworld.scoring import evaluate
+from computer_env.osworld.catalog.download import cache_path
+from computer_env.osworld.prepare.setup_steps import apply_proxy
+from computer_env.osworld.catalog.tasks import parse_task
 from localdesk import local_desktop
 from polling import wait_for
 

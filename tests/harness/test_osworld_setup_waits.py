@@ -17,15 +17,15 @@ import pytest
 from computer_env.desktop.client import DesktopClient
 from computer_env.errors import SetupError
 from computer_env.osworld import TaskContext, default_vars, run_setup
-from computer_env.osworld import setup_steps
-from computer_env.osworld.setup_steps import (
+from computer_env.osworld.prepare import setup_steps
+from computer_env.osworld.prepare.setup_steps import (
     BACKGROUND_PROGRAMS,
     GUI_PROGRAMS,
     launched_program,
     sends_input,
     step_wait,
 )
-from computer_env.osworld.tasks import SetupStep
+from computer_env.osworld.catalog.tasks import SetupStep
 from localdesk import local_desktop
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "shared" / "osworld" / "evaluation_examples"

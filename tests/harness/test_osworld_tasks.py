@@ -19,7 +19,7 @@ from computer_env.osworld import (
     task_markers,
 )
 from computer_env.osworld.context import default_vars
-from computer_env.osworld.tasks import builtin_root, parse_task
+from computer_env.osworld.catalog.tasks import builtin_root, parse_task
 from tests.harness.suite import OSWORLD_DATA
 
 DATA = OSWORLD_DATA

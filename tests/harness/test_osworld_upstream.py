@@ -21,7 +21,7 @@ def _source_in_child(code: str) -> str:
 
 def test_installed_package_is_the_default() -> None:
     source = _source_in_child(
-        "from computer_env.osworld.upstream import osworld_source; print(osworld_source())")
+        "from computer_env.osworld.upstream.loader import osworld_source; print(osworld_source())")
     assert source.startswith("desktop-env ") and source.endswith("(package)")
 
 
@@ -34,7 +34,7 @@ def test_a_checkout_given_with_osworld_root_wins(tmp_path: Path) -> None:
             "from fixtures.run.run_start import add_osworld_to_path\n"
             f"add_osworld_to_path(Path({str(checkout / 'evaluation_examples')!r}))\n"
             "import desktop_env\n"
-            "from computer_env.osworld.upstream import osworld_source\n"
+            "from computer_env.osworld.upstream.loader import osworld_source\n"
             "assert desktop_env.CHECKOUT\n"
             "print(osworld_source())\n")
     assert _source_in_child(code) == f"checkout {checkout}"
@@ -42,7 +42,7 @@ def test_a_checkout_given_with_osworld_root_wins(tmp_path: Path) -> None:
 
 def test_evaluation_code_imports_without_the_heavy_modules() -> None:
     code = ("import importlib.util\n"
-            "from computer_env.osworld.upstream import (upstream_getters, upstream_metrics,\n"
+            "from computer_env.osworld.upstream.loader import (upstream_getters, upstream_metrics,\n"
             "    upstream_python_controller, upstream_setup_module)\n"
             "m = upstream_metrics(); g = upstream_getters(); upstream_setup_module()\n"
             "upstream_python_controller()\n"

@@ -10,8 +10,8 @@ import random
 import pytest
 from PIL import Image
 
-from computer_env.desktop.server import screenshot as ss
-from computer_env.desktop.server.pngrows import RowBuffer, blend_cursor
+from computer_env.desktop.server.screen import screenshot as ss
+from computer_env.desktop.server.screen.pngrows import RowBuffer, blend_cursor
 
 pytest.importorskip("numpy")
 
@@ -82,7 +82,7 @@ def test_buffer_is_reused_and_nothing_of_the_last_grab_stays() -> None:
 
 @pytest.mark.parametrize("count", [1, 2, 3])
 def test_rows_made_band_by_band_on_threads_give_the_same_png(count: int, monkeypatch) -> None:
-    from computer_env.desktop.server import bands
+    from computer_env.desktop.server.screen import bands
 
     size = (640, 333)
     raw = _bgrx(size, 6)
@@ -97,7 +97,7 @@ def test_rows_made_band_by_band_on_threads_give_the_same_png(count: int, monkeyp
 
 
 def test_jpeg_from_bgrx_keeps_the_colours() -> None:
-    from computer_env.desktop.server import pngrows
+    from computer_env.desktop.server.screen import pngrows
 
     pytest.importorskip("simplejpeg")
     size = (256, 128)
@@ -115,7 +115,7 @@ def test_jpeg_from_bgrx_keeps_the_colours() -> None:
 
 
 def test_runnable_others_reads_the_hosts_running_threads() -> None:
-    from computer_env.desktop.server import bands
+    from computer_env.desktop.server.screen import bands
 
     others = bands.runnable_others()
     assert 0 <= others < 10_000
@@ -126,7 +126,8 @@ def test_runnable_others_reads_the_hosts_running_threads() -> None:
 @pytest.mark.parametrize("count", [2, 3, 4])
 def test_banded_bgrx_jpeg_decodes_to_the_one_piece_pixels(size: tuple[int, int], count: int,
                                                           monkeypatch) -> None:
-    from computer_env.desktop.server import bands, pngrows
+    from computer_env.desktop.server.screen import bands
+    from computer_env.desktop.server.screen import pngrows
 
     pytest.importorskip("simplejpeg")
     raw = _bgrx(size, 8)

@@ -11,8 +11,8 @@ from __future__ import annotations
 import pytest
 
 from computer_env.desktop.providers.base import DesktopHandle, DesktopProvider
-from computer_env.desktop.providers.docker import DockerProvider
-from computer_env.desktop.providers.local import LocalSandboxProvider
+from computer_env.desktop.providers.docker.provider import DockerProvider
+from computer_env.desktop.providers.local.provider import LocalSandboxProvider
 from computer_env.desktop.providers.osworld_cloud import OSWorldCloudProvider
 from computer_env.desktop.providers.registry import ProviderOptions, make_provider, preflight
 from computer_env.desktop.providers.remote import RemoteProvider

@@ -20,7 +20,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from computer_env.osworld.explain import explain_files
+from computer_env.osworld.scoring.explain import explain_files
 from fixtures.report.progress import Estimator, Tally, case_key_of, format_eta, result_line
 from fixtures.report.report_html import summary_html
 from fixtures.cases.results import TaskResult, task_dir, write_result
@@ -255,7 +255,7 @@ def test_reference_cli_serves_builtin_solutions_and_logs_verdicts(tmp_path: Path
     from test_reference_endpoint import good_body
 
     from computer_env.osworld.builtin import load_solutions
-    from computer_env.osworld.tasks import load_builtin_tasks
+    from computer_env.osworld.catalog.tasks import load_builtin_tasks
 
     task = next(t for t in load_builtin_tasks() if t.id in load_solutions())
     first = load_solutions()[task.id][0]

@@ -19,9 +19,9 @@ from typing import Any, TypeVar
 import psutil
 import pytest
 
-from computer_env.desktop.providers import netns
-from computer_env.desktop.providers.cgroups import session_cgroups
-from computer_env.desktop.providers.ray_door import NodeDoor
+from computer_env.desktop.providers.local import netns
+from computer_env.desktop.providers.local.cgroups import session_cgroups
+from computer_env.desktop.providers.ray.door import NodeDoor
 from tests.harness.polling import wait_for
 from tests.harness.raycluster import NODE_IP, TwoNodeCluster, one_cluster_at_a_time
 from tests.harness.suite import ROOT, SuiteRun, kill_group, run_suite, start_suite
@@ -238,7 +238,7 @@ def test_node_killed_during_a_case_is_rerun_never_zero(
     wait_for(lambda: not psutil.pid_exists(actor_pid), "the dead driver's actor to end", 60,
              interval=0.5)
     assert [a for a in cluster.named_actors() if "-dying-" in a] == []
-    swept = cluster.query("from computer_env.desktop.providers.ray_cluster import sweep_nodes\n"
+    swept = cluster.query("from computer_env.desktop.providers.ray.cluster import sweep_nodes\n"
                           f"out = sweep_nodes({cluster.address!r})")
     assert any(v["slots"] for v in swept.values()), swept  # the namespace it left, removed
     assert actor_pid not in netns.owner_pids()
@@ -279,7 +279,7 @@ def test_ray_failures_are_the_environments() -> None:
     call past its time ``VMStartError``; the actor's own errors come back as their class."""
     from ray import exceptions as rx
 
-    from computer_env.desktop.providers.ray_cluster import raise_answer, ray_faults
+    from computer_env.desktop.providers.ray.cluster import raise_answer, ray_faults
     from computer_env.errors import (ConfigurationError, DesktopNodeLost, InfraError,
                                      ResourceLimitError, VMStartError)
 
@@ -307,7 +307,7 @@ def test_a_worker_on_another_host_is_reached_through_reverse_forwards() -> None:
     the port the guest was told) to the worker's host. One host plays both: the worker's
     service on 127.0.0.1, the node's sandbox side on 127.0.0.3."""
     from computer_env.desktop.providers.base import DesktopHandle
-    from computer_env.desktop.providers.ray_actor import DesktopActor
+    from computer_env.desktop.providers.ray.actor import DesktopActor
 
     with socket.socket() as service:
         service.bind(("127.0.0.1", 0))

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from computer_env.desktop.providers.ports import wait_until_ready
-from computer_env.desktop.providers.session import wait_ready
+from computer_env.desktop.providers.local.session import wait_ready
 from computer_env.errors import VMStartError
 from computer_env.readiness import NotReady, NotYet, wait_until
 

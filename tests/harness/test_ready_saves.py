@@ -17,9 +17,9 @@ import pytest
 
 from computer_env.errors import EvaluatorInfraError, SetupError
 from computer_env.osworld import TaskContext, load_builtin_tasks, run_setup
-from computer_env.osworld.assets import AssetServer, private_assets
+from computer_env.osworld.catalog.assets import AssetServer, private_assets
 from computer_env.osworld.context import default_vars
-from computer_env.osworld.ready import (
+from computer_env.osworld.prepare.ready import (
     AppExpectation,
     AppNotReady,
     expected_app,
@@ -27,8 +27,8 @@ from computer_env.osworld.ready import (
     wait_until_ready,
     window_problem,
 )
-from computer_env.osworld.saves import evaluated_files, wait_for_saves
-from computer_env.osworld.tasks import parse_task
+from computer_env.osworld.scoring.saves import evaluated_files, wait_for_saves
+from computer_env.osworld.catalog.tasks import parse_task
 from fixtures.cases.outcomes import classify
 from localdesk import local_desktop
 
@@ -128,7 +128,7 @@ def test_calc_takes_the_first_key_press_and_the_save_is_waited_for(
         # the input confirmation of the desktop's server: the app answered after the input
         probe = c.run_pyautogui(
             "from Xlib import display\n"
-            "from computer_env.desktop.server.text_input import confirm_delivered\n"
+            "from computer_env.desktop.server.input.text_input import confirm_delivered\n"
             "print(confirm_delivered(display.Display()))")
         assert probe.output.strip().splitlines()[-1] == "True", probe
     finally:
@@ -141,8 +141,8 @@ def test_the_office_probe_sees_the_focus_leave_the_document(
     """The probe's walk skips toolbars, buttons and boxes (they cannot hold the document):
     with the focus in Calc's Name Box (a combo box) the document is not ready for keys, and
     back in the sheet it is."""
-    from computer_env.osworld.ready import office_state
-    from computer_env.osworld.settle import wait_until_settled
+    from computer_env.osworld.prepare.ready import office_state
+    from computer_env.osworld.prepare.settle import wait_until_settled
 
     task = TASKS["calc-append-roster-row"]
     ctx = _context(desktop, assets, tmp_path, task.id)

@@ -1,4 +1,4 @@
-"""The normalisers of ``computer_env.realtimegym.bounds``: the shipped expert scores, replayed
+"""The normalisers of ``computer_env.realtimegym.scores.bounds``: the shipped expert scores, replayed
 and re-searched on RealtimeGym's own games, and the ceilings re-derived by the relaxed searches
 (the game-playing tests need RealtimeGym and skip with its reason without it)."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from computer_env.realtimegym import all_cases, normalize_score, realtimegym_available
-from computer_env.realtimegym.bounds import ceiling_score, expert_score, seed_scores
-from computer_env.realtimegym.expert import SNAKE_BEAM, expert_plan
+from computer_env.realtimegym.scores.bounds import ceiling_score, expert_score, seed_scores
+from computer_env.realtimegym.players.expert import SNAKE_BEAM, expert_plan
 from computer_env.realtimegym.games import LOADS, SEEDS
 
 AVAILABLE, REASON = realtimegym_available()
@@ -94,7 +94,7 @@ def test_the_expert_search_reproduces_its_moves(game: str, load: str, seed: int)
 @needs_realtimegym
 @pytest.mark.parametrize(("load", "seed"), [("E", 2), ("M", 4), ("H", 6)])
 def test_snake_ceiling_is_the_body_free_optimum(load: str, seed: int) -> None:
-    from computer_env.realtimegym.ceiling import snake_ceiling
+    from computer_env.realtimegym.scores.ceiling import snake_ceiling
 
     room = {"E": 34, "M": 30, "H": 27}[load]  # 36 cells less the obstacles and the start cell
     value = min(snake_ceiling(_fresh("snake", load, seed).raw), room)
@@ -106,7 +106,7 @@ def test_snake_ceiling_is_the_body_free_optimum(load: str, seed: int) -> None:
 @needs_realtimegym
 @pytest.mark.parametrize("load", LOADS)
 def test_overcooked_ceiling_from_the_relaxed_kitchen(load: str) -> None:
-    from computer_env.realtimegym.ceiling import overcooked_ceiling
+    from computer_env.realtimegym.scores.ceiling import overcooked_ceiling
 
     raw = _fresh("overcooked", load, 0).raw
     from realtimegym.environments.overcooked import Recipe
@@ -127,7 +127,7 @@ def test_overcooked_copies_play_out_as_the_real_game(load: str) -> None:
     """The expert searches copies that skip the observations and share the layout and its
     planners: played with the expert's moves beside the real game, from the start and from
     a copy taken mid-game, they match it (reward, chefs, objects, partner's moves) every turn."""
-    from computer_env.realtimegym.expert_overcooked import overcooked_clone
+    from computer_env.realtimegym.players.expert_overcooked import overcooked_clone
 
     moves = seed_scores("overcooked", load, 0).moves
     backend = _fresh("overcooked", load, 0)
@@ -148,7 +148,7 @@ def test_overcooked_copies_play_out_as_the_real_game(load: str) -> None:
 def test_overcooked_macro_walks_to_its_tile_and_interacts() -> None:
     """A macro-action ends with the interaction that changes what the chef holds: from the
     start of cc_hard, walking to the nearest onion dispenser picks an onion up."""
-    from computer_env.realtimegym.expert_overcooked import (
+    from computer_env.realtimegym.players.expert_overcooked import (
         macro_targets,
         overcooked_clone,
         play_macro,

@@ -106,7 +106,7 @@ def _snake_read_from_pixels(frame: Image.Image, size: int) -> list[tuple[int, in
 
 @pytest.mark.parametrize(("load", "seed"), [("E", 0), ("M", 2), ("H", 6)])
 def test_snake_screen_shows_the_body_in_order_with_its_tail(load: str, seed: int) -> None:
-    from computer_env.realtimegym.bounds import seed_scores
+    from computer_env.realtimegym.scores.bounds import seed_scores
 
     backend = _game("snake", load, seed)
     moves = seed_scores("snake", load, seed).moves  # the expert grows a long snake

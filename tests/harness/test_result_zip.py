@@ -10,7 +10,7 @@ import zipfile
 
 import pytest
 
-from computer_env.osworld.saves import INFLATED_LIMIT, UnparsableResult, check_zip
+from computer_env.osworld.scoring.saves import INFLATED_LIMIT, UnparsableResult, check_zip
 
 
 def _zip(members: dict[str, bytes]) -> bytes:

@@ -1,4 +1,4 @@
-"""OSWorld's code in the worker's scoring process (computer_env.osworld.scorer): the same scores
+"""OSWorld's code in the worker's scoring process (computer_env.osworld.scoring.scorer): the same scores
 and the same exceptions as in the worker itself, a dead or hung scoring process as an environment
 failure, and a worker that never imports OSWorld's metrics, getters or setup controller. The
 scoring process is real (spawned), its jobs are real code (tests/harness/scorer_jobs.py and
@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 
 from computer_env.errors import EvaluatorCrash, EvaluatorInfraError, InfraError, VMUnreachable
-from computer_env.osworld import evaluate
+from computer_env.osworld.scoring import evaluate
 from computer_env.osworld.errors import EvaluatorUnsupported, SetupUnsupported
-from computer_env.osworld.scorer import Scorer, ScorerFailed
+from computer_env.osworld.scoring.scorer import Scorer, ScorerFailed
 from fixtures.cases.outcomes import classify
 from polling import wait_for
 from test_osworld_evaluate import TEXT_EQ, cache, make_ctx, put, task
@@ -202,7 +202,7 @@ def test_the_same_score_or_exception_as_in_the_worker(scorer: Scorer, tmp_path: 
 SCRIPT = """
 import json, sys
 from pathlib import Path
-from computer_env.osworld.scorer import close_scorer
+from computer_env.osworld.scoring.scorer import close_scorer
 from fixtures.benchmarks.osworld import ScoringWitness, explain_files, score_with_evaluator
 from fixtures.cases.attempt import Attempt
 from test_osworld_evaluate import make_ctx, task

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from computer_env.errors import EvaluatorTimedOut
-from computer_env.osworld.scorer import EvaluatorAborted, Scorer, ScorerFailed
-from computer_env.osworld.scorer_budget import budget_s
+from computer_env.osworld.scoring.scorer import EvaluatorAborted, Scorer, ScorerFailed
+from computer_env.osworld.scoring.scorer_budget import budget_s
 from suite import ROOT, run_suite, task_list_file
 
 HARNESS = str(ROOT / "tests" / "harness")

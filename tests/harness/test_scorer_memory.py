@@ -1,4 +1,4 @@
-"""The scoring process's memory cap (computer_env.osworld.scorer): a result file that inflates
+"""The scoring process's memory cap (computer_env.osworld.scoring.scorer): a result file that inflates
 past it is the agent's 0 (``EvaluatorOutOfMemory``, an ``EvaluatorCrash``), not unscored; past
 it in setup, or a process killed by a signal, stays the environment's (``ScorerFailed``); an
 overrun process is replaced. The scoring process is real (spawned, capped by ``RLIMIT_DATA``),
@@ -21,7 +21,7 @@ import pytest
 
 from audit_suite import audit_run
 from computer_env.errors import ConfigurationError, EvaluatorCrash, EvaluatorOutOfMemory
-from computer_env.osworld.scorer import (
+from computer_env.osworld.scoring.scorer import (
     MEMORY_CAP_ENV,
     MIN_CAP_MIB,
     Scorer,
@@ -29,7 +29,7 @@ from computer_env.osworld.scorer import (
     memory_cap,
 )
 from computer_env.osworld.context import TaskContext
-from computer_env.osworld.tasks import Task
+from computer_env.osworld.catalog.tasks import Task
 from fixtures.cases.outcomes import classify
 from test_osworld_evaluate import cache, make_ctx, task
 

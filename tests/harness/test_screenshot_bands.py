@@ -1,4 +1,4 @@
-"""Screenshots encoded in bands on threads (``computer_env.desktop.server.bands``) are ordinary
+"""Screenshots encoded in bands on threads (``computer_env.desktop.server.screen.bands``) are ordinary
 files: the JPEG decodes to exactly the pixels of a one-piece encoding, the PNG is lossless, for
 screen-sized and odd-sized images."""
 
@@ -11,8 +11,8 @@ import zlib
 import pytest
 from PIL import Image, ImageChops, ImageDraw
 
-from computer_env.desktop.server import bands
-from computer_env.desktop.server.screenshot import encode
+from computer_env.desktop.server.screen import bands
+from computer_env.desktop.server.screen.screenshot import encode
 
 
 def _screen(width: int, height: int) -> Image.Image:

@@ -21,7 +21,7 @@ import pytest
 from PIL import Image, ImageChops
 
 from computer_env.desktop.client import DesktopClient
-from computer_env.desktop.server import screenshot as ss
+from computer_env.desktop.server.screen import screenshot as ss
 from xdesktop import GuestServer, XDesktop
 
 WIDTH, HEIGHT, TILE = 1920, 1080, 32
@@ -242,7 +242,7 @@ def test_in_place_grab_failing_falls_back_to_mss(desk: XDesktop,
     def refuse(*_args: object) -> None:
         raise RuntimeError("the X server refused the grab")
 
-    monkeypatch.setattr("computer_env.desktop.server.shmgrab._get_image", refuse)
+    monkeypatch.setattr("computer_env.desktop.server.screen.shmgrab._get_image", refuse)
     grabber = ss.ScreenGrabber(desk.display)
     try:
         shots = [_decode(grabber.screenshot("png").data) for _ in range(4)]

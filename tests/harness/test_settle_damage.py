@@ -43,7 +43,7 @@ def test_still_screen_settles_in_milliseconds(client: DesktopClient) -> None:
     client.settle(quiet_s=0.1, cap_s=3.0)
     times = []
     for _ in range(5):  # the server's damage path (wait_until_settled does not use it yet:
-        t0 = time.monotonic()  # computer_env.osworld.settle.USE_DAMAGE)
+        t0 = time.monotonic()  # computer_env.osworld.prepare.settle.USE_DAMAGE)
         client.settle(quiet_s=0.1, cap_s=3.0)
         times.append(time.monotonic() - t0)
     assert sorted(times)[2] < 0.2, times  # thumbnail polling needs >= quiet_s (0.3 s)
@@ -141,7 +141,7 @@ def test_glyphs_add_up_and_a_caret_does_not(monkeypatch: pytest.MonkeyPatch) -> 
     count, a caret blinking in one place never does."""
     from types import SimpleNamespace
 
-    from computer_env.desktop.server import damage
+    from computer_env.desktop.server.screen import damage
 
     clock = [100.0]
     monkeypatch.setattr(damage.time, "monotonic", lambda: clock[0])

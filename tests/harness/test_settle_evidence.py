@@ -17,8 +17,8 @@ from contextlib import contextmanager
 import pytest
 
 from computer_env.desktop.client import DesktopClient
-from computer_env.desktop.server import appcpu
-from computer_env.osworld import settle as settling
+from computer_env.desktop.server.screen import appcpu
+from computer_env.osworld.prepare import settle as settling
 from computer_env.osworld import wait_until_settled
 from localdesk import local_desktop
 from polling import wait_for

@@ -13,7 +13,7 @@ import psutil
 import pytest
 
 from computer_env.desktop.providers.base import DesktopHandle, DesktopProvider
-from computer_env.desktop.providers.local import LocalSandboxProvider
+from computer_env.desktop.providers.local.provider import LocalSandboxProvider
 from computer_env.errors import SetupError
 from fixtures.cases.ahead import AheadSetup
 from fixtures.cases.attempt import Attempt

@@ -14,7 +14,7 @@ import psutil
 import pytest
 
 from computer_env.desktop.providers.base import DesktopHandle, DesktopProvider
-from computer_env.desktop.providers.local import LocalSandboxProvider
+from computer_env.desktop.providers.local.provider import LocalSandboxProvider
 from computer_env.errors import VMStartError
 from fixtures.cases.pool import VMPool
 from localdesk import guest_sh

@@ -127,7 +127,7 @@ def test_endpoint_always_failing_is_unscored_after_reruns(tmp_path: Path) -> Non
 def test_endpoint_killed_mid_task_is_unscored(tmp_path: Path) -> None:
     """A separate reference-endpoint process (attach mode, --base-url) is killed mid-task."""
     from computer_env.osworld.builtin import load_solutions
-    from computer_env.osworld.tasks import load_builtin_tasks
+    from computer_env.osworld.catalog.tasks import load_builtin_tasks
 
     tasks, _, task_id = _one_task(tmp_path)
     task = next(t for t in load_builtin_tasks() if t.id == task_id)

@@ -1,4 +1,4 @@
-"""Which hooks a task asks for (computer_env.osworld.tamper.asked_for / compare): words of the
+"""Which hooks a task asks for (computer_env.osworld.guards.tamper.asked_for / compare): words of the
 instruction, or the hook's own file named by the instruction or the evaluator; an evaluator that
 merely runs a command (``vm_command_line``) asks for no shadowed command."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from computer_env.osworld.tamper import Fingerprint, Hook, asked_for, compare
+from computer_env.osworld.guards.tamper import Fingerprint, Hook, asked_for, compare
 
 EVALUATOR = json.dumps({"func": "check_include_exclude",
                         "result": {"type": "vm_command_line", "command": "grep -c x ~/a"}})

@@ -177,7 +177,7 @@ def test_keymap_places_are_stable_case_safe_and_recycled(monkeypatch: pytest.Mon
     characters keep their place, and when places run out the least recently used is rebound."""
     from Xlib.display import Display
 
-    from computer_env.desktop.server import text_input as ti
+    from computer_env.desktop.server.input import text_input as ti
 
     monkeypatch.setattr(ti, "QUARANTINE_S", 0.05)
     with XDesktop(640, 480) as bare:
@@ -213,7 +213,7 @@ def test_ping_tells_gtk_apps_from_xterm(server: GuestServer, desk: XDesktop) -> 
     """Rebinding waits for a ping answer where the app speaks _NET_WM_PING (GTK), else a delay."""
     from Xlib.display import Display
 
-    from computer_env.desktop.server.text_input import active_window, ping_window
+    from computer_env.desktop.server.input.text_input import active_window, ping_window
 
     note = server.home / "ping.txt"
     note.write_text("")

@@ -50,7 +50,7 @@ def test_a_line_and_its_return_into_xterm(server: GuestServer, desk: XDesktop) -
 def test_newlines_start_no_process(desk: XDesktop, monkeypatch: pytest.MonkeyPatch) -> None:
     """One ``xdotool`` run per line, none per Return (the old way ran one for each); with
     Shift held down the Return goes through ``xdotool key --clearmodifiers`` again."""
-    from computer_env.desktop.server import text_input
+    from computer_env.desktop.server.input import text_input
 
     monkeypatch.setenv("DISPLAY", desk.env["DISPLAY"])
     if "XAUTHORITY" in desk.env:

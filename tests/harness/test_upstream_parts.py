@@ -10,13 +10,13 @@ import sys
 
 import pytest
 
-from computer_env.osworld.upstream import upstream_available
+from computer_env.osworld.upstream.loader import upstream_available
 
 pytestmark = pytest.mark.skipif(not upstream_available(), reason="desktop_env is not installed")
 
 PROBE = r'''
 import json, sys
-from computer_env.osworld import upstream as u
+from computer_env.osworld.upstream import loader as u
 def loaded(*names):
     return {n: n in sys.modules for n in names}
 out = {}

@@ -14,7 +14,7 @@ import shutil
 import pytest
 
 from computer_env.desktop.client import DesktopClient
-from computer_env.osworld.tamper import compare, fingerprint
+from computer_env.osworld.guards.tamper import compare, fingerprint
 from computer_env.synthetic import run_verifier
 from localdesk import guest_sh, local_desktop
 
@@ -110,7 +110,7 @@ def test_verifier_failures_are_reported_by_kind() -> None:
                                "sys.flags.isolated)\n", timeout_s=30)
             assert env.score == 1.0, env
             # the runner and the server are out of the desktop user's sight: they run outside
-            # the nest (computer_env/desktop/server/nest.py), where no pid of theirs exists
+            # the nest (computer_env/desktop/server/commands/nest.py), where no pid of theirs exists
             probe = guest_sh(provider.handle, "for p in $(pgrep -f '^[^ ]*python[^ ]* -I -c') "
                              "$(pgrep -f -- '-m computer_env[.]desktop[.]server --host'); do "
                              "ls /proc/$p/fd >/dev/null 2>&1 && echo OPEN $p || echo SHUT $p; "

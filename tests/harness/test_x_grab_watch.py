@@ -1,4 +1,4 @@
-"""The guest server's grab watch (``computer_env/desktop/server/xwatch.py``) on a real Xvfb: a
+"""The guest server's grab watch (``computer_env/desktop/server/x11/xwatch.py``) on a real Xvfb: a
 client's XGrabServer is found and released in seconds with the grabber named; an X server
 stopped from outside (SIGSTOP) is no grab and costs no client its life; and on a real local
 desktop a stopped X server stays the environment's (rerun, never the agent's 0)."""
@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from computer_env.desktop.server.xclients import process_state, x_clients
-from computer_env.desktop.server.xwatch import XWatch
+from computer_env.desktop.server.x11.xclients import process_state, x_clients
+from computer_env.desktop.server.x11.xwatch import XWatch
 from polling import wait_for
 from suite import ROOT, first_smoke_tasks, run_suite, task_list_file
 

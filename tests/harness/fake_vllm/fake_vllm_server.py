@@ -59,7 +59,7 @@ def record(argv: list[str]) -> None:
 def builtin_solutions() -> dict[str, list[dict]]:
     """The built-in tasks' reference solutions, keyed by instruction."""
     from computer_env.osworld.builtin import load_solutions
-    from computer_env.osworld.tasks import load_builtin_tasks
+    from computer_env.osworld.catalog.tasks import load_builtin_tasks
 
     by_id = load_solutions()
     return {t.instruction: by_id[t.id] for t in load_builtin_tasks() if t.id in by_id}

@@ -1,0 +1,21 @@
+"""``--provider docker``: desktops in Docker containers (OSWorld's QEMU image or the project's
+guest-server image): the provider, its containers and its Docker host.
+
+May import: the shared provider modules (``base``, ``options``, ``registry``, ``limits``,
+``ports``); never another provider.
+
+``DockerProvider`` loads on first use (PEP 562), as it did from this path before.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from computer_env.lazy import lazy_names
+
+if TYPE_CHECKING:
+    from computer_env.desktop.providers.docker.provider import DockerProvider
+
+__getattr__ = lazy_names(__name__, {"computer_env.desktop.providers.docker.provider": ("DockerProvider",)})
+
+__all__ = ["DockerProvider"]
