@@ -2,7 +2,7 @@
 
 - ``scipy.stats`` (and so numpy) is imported once, up front: several tests run a suite
   in-process with ``pytester``, which unloads the modules a run imported, and numpy cannot be
-  imported a second time in one process (``fixtures.report.stats`` imports scipy only where it
+  imported a second time in one process (``fixtures.report.tables.stats`` imports scipy only where it
   computes, so that the suite's workers do not carry it).
 - ``--dist loadgroup`` (``make test``) keeps the tests marked ``xdist_group(NAME)`` on one
   worker (e.g. the real-vLLM tests, which share one server). pytest-xdist does that by

@@ -12,9 +12,9 @@ from pathlib import Path
 _CONFTEST = r'''
 import pytest
 from pathlib import Path
-from fixtures.cases.redact import register_secret
+from fixtures.cases.records.redact import register_secret
 from fixtures.report.report import ReportPlugin, task_result_property
-from fixtures.cases.results import TaskResult, Versions, task_dir, write_result
+from fixtures.cases.records.results import TaskResult, Versions, task_dir, write_result
 
 RUN_DIR = Path(__RUN_DIR__)
 MODEL = __MODEL__

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from fixtures.run.options import add_options
-from fixtures.run.settings import Settings
-from fixtures.run.settings_build import settings_from_config
+from fixtures.run.config.options import add_options
+from fixtures.run.config.settings import Settings
+from fixtures.run.config.settings_build import settings_from_config
 
 
 class ParsedOptions:

@@ -17,8 +17,8 @@ from computer_env.desktop.providers.local.provider import LocalSandboxProvider
 from computer_env.errors import EvaluatorCrash, EvaluatorInfraError
 from computer_env.osworld.scoring import evaluate
 from fixtures.cases.attempt import Attempt
-from fixtures.cases.integrity import EVALUATOR_CRASH, RESOURCE_LIMIT, AgentTurnGuard, task_text
-from fixtures.cases.pool import VMPool
+from fixtures.cases.integrity.integrity import EVALUATOR_CRASH, RESOURCE_LIMIT, AgentTurnGuard, task_text
+from fixtures.cases.desktops.pool import VMPool
 from test_osworld_evaluate import cache, make_ctx, put, task
 
 ZIP_EQ = {"func": "compare_zip_files", "result": cache("out.zip"), "expected": cache("gold.zip")}

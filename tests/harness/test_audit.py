@@ -19,8 +19,8 @@ import pytest
 
 from audit_suite import BUILTIN_TASK, audit_run
 from computer_env.synthetic import EXAMPLES_DIR
-from fixtures.cases.audit import AUDIT_BANNER
-from fixtures.cases.known_flaws import INFEASIBLE_BY_DESIGN
+from fixtures.cases.integrity.audit import AUDIT_BANNER
+from fixtures.cases.integrity.known_flaws import INFEASIBLE_BY_DESIGN
 from holo_agent.reference.exploits import exploits_for
 from suite import OSWORLD_DATA
 

@@ -1,4 +1,4 @@
-"""Comparing result sets (``fixtures.report.compare``) and the sample statistics (``fixtures.report.stats``):
+"""Comparing result sets (``fixtures.report.compare``) and the sample statistics (``fixtures.report.tables.stats``):
 hand-computed tables, textbook values, and scipy's output for the McNemar test and paired CIs.
 
 One small hand-made comparison is written in all four input formats (our run folder, an OSWorld
@@ -18,8 +18,8 @@ import pytest
 from fixtures.report.compare import CompareInputError, compare, format_comparison, load_side
 from fixtures.report.compare.analysis import side_info
 from fixtures.report.compare.model import Sample, Side
-from fixtures.cases.results import TaskResult, Versions, task_dir, write_result
-from fixtures.report.stats import flake_rate, mcnemar_exact, paired_interval, pass_at_k, pass_hat_k
+from fixtures.cases.records.results import TaskResult, Versions, task_dir, write_result
+from fixtures.report.tables.stats import flake_rate, mcnemar_exact, paired_interval, pass_at_k, pass_hat_k
 from fixtures.report.summary import summarize
 from fixtures.report.summary_text import format_summary
 

@@ -9,9 +9,9 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from fixtures.cases.critical_path import critical_path, format_critical_path
-from fixtures.cases.harness_time import HarnessTimes
-from fixtures.cases.results import TaskResult, Timings
+from fixtures.cases.records.critical_path import critical_path, format_critical_path
+from fixtures.cases.records.harness_time import HarnessTimes
+from fixtures.cases.records.results import TaskResult, Timings
 from fixtures.report.report_html import summary_html
 from fixtures.report.summary import summarize
 from fixtures.report.summary_text import format_summary

@@ -19,7 +19,7 @@ import pytest
 from computer_env.desktop.providers.local import netns
 from computer_env.desktop.providers.local.cgroups import session_cgroups
 from computer_env.desktop.providers.local.provider import LocalSandboxProvider
-from fixtures.cases.pool import sweep_network_leftovers
+from fixtures.cases.desktops.pool import sweep_network_leftovers
 from localdesk import local_desktop
 
 pytestmark = [

@@ -20,7 +20,7 @@ from computer_env.desktop.providers.local.provider import LocalSandboxProvider
 from computer_env.desktop.providers.local.session import SandboxSession
 from computer_env.errors import ResourceLimitError
 from fixtures.cases.outcomes import classify
-from fixtures.cases.pool import VMPool
+from fixtures.cases.desktops.pool import VMPool
 from localdesk import guest_sh, local_desktop
 from polling import wait_for
 

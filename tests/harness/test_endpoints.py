@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from computer_env.errors import ConfigurationError, ModelEndpointError
-from fixtures.cases.endpoints import (
+from fixtures.cases.models.endpoints import (
     Endpoint,
     EndpointChooser,
     attach,
@@ -34,7 +34,7 @@ from fixtures.cases.endpoints import (
     list_models,
     normalize_base_url,
 )
-from fixtures.cases.vllm_serve import VllmServers
+from fixtures.cases.models.vllm_serve import VllmServers
 from fixtures.run.run_start import builtin_solutions_by_instruction
 from holo_agent.client import ChatClient
 from holo_agent.reference import ReferenceEndpoint

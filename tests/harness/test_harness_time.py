@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from computer_env.base import InputEvent, StepResult
-from fixtures.cases import harness_time
+from fixtures.cases.records import harness_time
 from fixtures.cases.attempt import Attempt
-from fixtures.cases.harness_time import HarnessTimes, case_times, summarize_harness
+from fixtures.cases.records.harness_time import HarnessTimes, case_times, summarize_harness
 from fixtures.report.report_html import summary_html
-from fixtures.cases.results import TaskResult, read_result, write_result
+from fixtures.cases.records.results import TaskResult, read_result, write_result
 from fixtures.report.summary import summarize
 from fixtures.report.summary_text import format_summary
 from holo_agent import HoloComputerAgent, StepRecord, TurnTimes

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from fixtures.report.protocol_summary import agreement
-from fixtures.cases.results import TaskResult
+from fixtures.report.tables.protocol_summary import agreement
+from fixtures.cases.records.results import TaskResult
 from holo_agent.judge import JudgeClient, JudgeParseError, parse_verdict
 from holo_agent.reference import ReferenceEndpoint
 from suite import run_suite, task_list_file
@@ -125,7 +125,7 @@ def test_score_by_judge_replaces_the_rule_score_and_keeps_it_recorded(tmp_path: 
     from types import SimpleNamespace
 
     from fixtures.cases.attempt import Attempt
-    from fixtures.cases.judge import judge_case
+    from fixtures.cases.integrity.judge import judge_case
     from holo_agent.records import StepRecord, Trajectory
 
     traj = Trajectory(instruction="press enter", end="answered")

@@ -1,6 +1,6 @@
 """Every numeric option is validated at start-up with a usage error naming it (issue 11,
 item 7): a bad value stops the run before any task instead of breaking every case. The ranges
-are the constraints of the ``Settings`` model (``fixtures.run.settings``); a violation names the
+are the constraints of the ``Settings`` model (``fixtures.run.config.settings``); a violation names the
 option, not the field."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from fixtures.run.options import OPTIONS
-from fixtures.run.settings import SECTIONS
+from fixtures.run.config.options import OPTIONS
+from fixtures.run.config.settings import SECTIONS
 from parsed_settings import settings_of as _settings
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,4 +1,4 @@
-"""One declaration per option (``fixtures.run.option_spec``): the tests are generated from the
+"""One declaration per option (``fixtures.run.config.option_spec``): the tests are generated from the
 declarations and the profiles, so a new option, twin or profile field is covered as it is added.
 
 - every field of every ``--profile``: the profile sets it when its options were not given, and an
@@ -18,9 +18,9 @@ from typing import Any
 
 import pytest
 
-from fixtures.run.options import ENV_TWINS, FIELDS, OPTIONS, Declared, help_text
-from fixtures.run.profiles import PROFILES, Profile
-from fixtures.run.settings import Settings
+from fixtures.run.config.options import ENV_TWINS, FIELDS, OPTIONS, Declared, help_text
+from fixtures.run.config.profiles import PROFILES, Profile
+from fixtures.run.config.settings import Settings
 from parsed_settings import settings_of
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -165,7 +165,7 @@ def test_every_option_is_in_pytest_help_with_its_generated_help() -> None:
 
 def test_no_option_is_declared_outside_the_settings_sections() -> None:
     """``addoption`` is called once, by the generator; the plugin's hook only calls it."""
-    generator = ROOT / "fixtures" / "run" / "options.py"
+    generator = ROOT / "fixtures" / "run" / "config" / "options.py"
     sources = [p for pkg in ("fixtures", "computer_env", "holo_agent")
                for p in (ROOT / pkg).rglob("*.py")] + list(ROOT.glob("tests/**/conftest.py"))
     declaring = [p.relative_to(ROOT).as_posix() for p in sources

@@ -7,7 +7,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from fixtures.run.collect import order_longest_first, previous_durations
-from fixtures.cases.results import TaskResult, Timings, task_dir, write_result
+from fixtures.cases.records.results import TaskResult, Timings, task_dir, write_result
 
 
 def _write(root: Path, run: str, case: str, seconds: float, minutes_ago: int) -> None:

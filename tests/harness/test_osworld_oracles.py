@@ -13,7 +13,7 @@ import pytest
 
 from computer_env.osworld.errors import TaskLoadError
 from computer_env.osworld.catalog.oracle import PROOF_ROUTES, load_oracle_file, oracle_index
-from fixtures.cases.results import TaskResult
+from fixtures.cases.records.results import TaskResult
 from fixtures.report.summary import summarize
 from fixtures.report.summary_text import format_summary
 

@@ -17,7 +17,7 @@ from computer_env.desktop.providers.osworld_cloud import OSWorldCloudProvider
 from computer_env.desktop.providers.registry import ProviderOptions, make_provider, preflight
 from computer_env.desktop.providers.remote import RemoteProvider
 from computer_env.errors import ConfigurationError, VMStartError
-from fixtures.cases.pool import VMPool
+from fixtures.cases.desktops.pool import VMPool
 
 
 class _FailingProvider(DesktopProvider):

@@ -23,7 +23,7 @@ import pytest
 from computer_env.osworld.scoring.explain import explain_files
 from fixtures.report.progress import Estimator, Tally, case_key_of, format_eta, result_line
 from fixtures.report.report_html import summary_html
-from fixtures.cases.results import TaskResult, task_dir, write_result
+from fixtures.cases.records.results import TaskResult, task_dir, write_result
 from fixtures.report.runstate import RunState, format_run_state, not_run_ids
 from fixtures.run.resume import is_secret_option, resume_command
 from fixtures.report.summary import Summary, summarize

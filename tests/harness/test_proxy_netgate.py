@@ -24,9 +24,9 @@ import pytest
 
 from computer_env.errors import NetworkError
 from computer_env.procs import set_pdeathsig
-from fixtures.cases.endpoints import free_port
+from fixtures.cases.models.endpoints import free_port
 from fixtures.cases.netgate import NetGate, guest_proxy_url, proxy_port, without_userinfo
-from fixtures.cases.results import NetCheck
+from fixtures.cases.records.results import NetCheck
 from httpstub import CountingServer
 from polling import wait_for
 from tests.harness.suite import SuiteRun, builtin_smoke, run_suite, task_list_file

@@ -358,7 +358,7 @@ def test_a_desktop_whose_node_died_during_a_code_action_is_never_the_agents_zero
 
     from computer_env.errors import VMUnreachable
     from fixtures.cases.attempt import Attempt
-    from fixtures.cases.integrity import DESKTOP_KILLED, AgentTurnGuard, task_text
+    from fixtures.cases.integrity.integrity import DESKTOP_KILLED, AgentTurnGuard, task_text
 
     attempt = Attempt(number=1)
     pool = SimpleNamespace(provider=_LostHost(lost), limit_breaches=lambda: [])

@@ -9,9 +9,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from fixtures.report.game_table import game_tables, pacing_label
+from fixtures.report.tables.game_table import game_tables, pacing_label
 from fixtures.report.report_html import summary_html
-from fixtures.cases.results import TaskResult
+from fixtures.cases.records.results import TaskResult
 from fixtures.report.summary import summarize
 from fixtures.report.summary_text import format_summary, summary_csv
 from tests.harness.suite import ROOT

@@ -16,7 +16,7 @@ from urllib.parse import unquote, urlparse
 
 import pytest
 
-from fixtures.cases.results import load_results
+from fixtures.cases.records.results import load_results
 from fixtures.report.summary import REFERENCE_BANNER, Summary, summarize
 from inner_suite import report_conftest
 
@@ -153,9 +153,9 @@ def look_in_browser(report: Path, shot: Path) -> None:
 
 
 def test_task_result_property_is_redacted_and_round_trips() -> None:
-    from fixtures.cases.redact import register_secret
+    from fixtures.cases.records.redact import register_secret
     from fixtures.report.report import task_result_of, task_result_property
-    from fixtures.cases.results import TaskResult
+    from fixtures.cases.records.results import TaskResult
 
     key = "tok-" + "5a6b7c8d9e0f1a2b"
     register_secret(key)

@@ -17,8 +17,8 @@ from pydantic import ValidationError
 
 from computer_env.atomic import atomic_write_json
 from computer_env.procs import set_pdeathsig
-from fixtures.cases.redact import REDACTED, redact, register_secret
-from fixtures.cases.results import (
+from fixtures.cases.records.redact import REDACTED, redact, register_secret
+from fixtures.cases.records.results import (
     NetCheck,
     TaskResult,
     Timings,
@@ -193,10 +193,10 @@ def test_atomic_write_json_replaces(tmp_path: Path) -> None:
 def test_one_atomic_writer_for_agent_and_harness(tmp_path: Path) -> None:
     """The recorder's and the result files' writes are the same code (computer_env.atomic)."""
     import computer_env.atomic as atomic
-    import fixtures.cases.results
+    import fixtures.cases.records.results
     import holo_agent.recorder
 
-    assert fixtures.cases.results.atomic_write_json is atomic.atomic_write_json
+    assert fixtures.cases.records.results.atomic_write_json is atomic.atomic_write_json
     assert holo_agent.recorder.atomic_write is atomic.atomic_write
     text = atomic.atomic_write(tmp_path / "new" / "a.txt", "é")
     raw = atomic.atomic_write(tmp_path / "b.bin", b"\x00\xff")

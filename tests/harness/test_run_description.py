@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from fixtures.cases.endpoints import Endpoint
+from fixtures.cases.models.endpoints import Endpoint
 from fixtures.run.run_start import WORKER_INPUT_KEY, RunDescription
 from holo_agent.reference import ReferenceEndpoint
 

@@ -15,9 +15,9 @@ import pytest
 from computer_env.desktop.providers.base import DesktopHandle, DesktopProvider
 from computer_env.desktop.providers.local.provider import LocalSandboxProvider
 from computer_env.errors import SetupError
-from fixtures.cases.ahead import AheadSetup
+from fixtures.cases.desktops.ahead import AheadSetup
 from fixtures.cases.attempt import Attempt
-from fixtures.cases.pool import VMPool
+from fixtures.cases.desktops.pool import VMPool
 from localdesk import guest_sh
 from polling import wait_for
 

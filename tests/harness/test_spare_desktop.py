@@ -16,7 +16,7 @@ import pytest
 from computer_env.desktop.providers.base import DesktopHandle, DesktopProvider
 from computer_env.desktop.providers.local.provider import LocalSandboxProvider
 from computer_env.errors import VMStartError
-from fixtures.cases.pool import VMPool
+from fixtures.cases.desktops.pool import VMPool
 from localdesk import guest_sh
 from polling import wait_for
 
@@ -169,7 +169,7 @@ def test_a_spare_that_failed_to_start_falls_back_to_resetting_the_one_in_use() -
 ])
 def test_auto_keeps_a_spare_only_where_the_host_has_room(choice, provider, workers, cores,
                                                           memory, kept) -> None:
-    from fixtures.cases.spare_choice import keep_spare
+    from fixtures.cases.desktops.spare_choice import keep_spare
 
     spare, why = keep_spare(choice, provider, workers=workers, cores=cores,
                             available_mib=memory)

@@ -1,4 +1,4 @@
-"""``fixtures.report.stats`` against published values (the intervals and tests are scipy's)."""
+"""``fixtures.report.tables.stats`` against published values (the intervals and tests are scipy's)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from fixtures.report.stats import (
+from fixtures.report.tables.stats import (
     ci95,
     mcnemar_exact,
     paired_interval,

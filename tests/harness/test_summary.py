@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from fixtures.cases.results import TaskResult, Timings, Tokens, Versions, load_results, task_dir
-from fixtures.cases.results import write_result
-from fixtures.report.stats import ci95, pass_at_k, t_quantile, wilson_interval
+from fixtures.cases.records.results import TaskResult, Timings, Tokens, Versions, load_results, task_dir
+from fixtures.cases.records.results import write_result
+from fixtures.report.tables.stats import ci95, pass_at_k, t_quantile, wilson_interval
 from fixtures.report.summary import REFERENCE_BANNER, Summary, summarize
 from fixtures.report.summary_text import format_summary, write_summary
 
@@ -170,7 +170,7 @@ def test_written_summary_equals_recomputation_from_disk(tmp_path: Path) -> None:
         write_result(task_dir(tmp_path, r.versions.model or "m", r.case_id, r.sample), r)
     (tmp_path / "m" / "chrome" / "zz").mkdir()
     (tmp_path / "m" / "chrome" / "zz" / "result.json").write_text("not json")
-    from fixtures.cases.results import scan_results
+    from fixtures.cases.records.results import scan_results
 
     scan = scan_results(tmp_path)
     summary = summarize(scan.results, reference_policy=True,

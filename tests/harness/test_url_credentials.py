@@ -15,7 +15,7 @@ import pytest
 
 from computer_env.errors import ModelEndpointError
 from fixtures.run.run_start import builtin_solutions_by_instruction
-from fixtures.cases.redact import redact, redact_obj, strip_url_credentials
+from fixtures.cases.records.redact import redact, redact_obj, strip_url_credentials
 from holo_agent import HoloComputerAgent
 from holo_agent.client import ChatClient, split_credentials
 from holo_agent.reference import DONE_STEP, ReferenceEndpoint

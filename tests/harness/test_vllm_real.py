@@ -28,8 +28,8 @@ import pytest
 from PIL import Image, ImageDraw
 
 from computer_env.errors import ConfigurationError
-from fixtures.cases.endpoints import Endpoint, check_image_budget
-from fixtures.cases.vllm_serve import VLLM_VENV, VllmServers
+from fixtures.cases.models.endpoints import Endpoint, check_image_budget
+from fixtures.cases.models.vllm_serve import VLLM_VENV, VllmServers
 from holo_agent import HoloComputerAgent, parse_step
 from holo_agent.client import ChatClient
 from holo_agent.conversation import Conversation

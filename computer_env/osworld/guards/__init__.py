@@ -3,5 +3,6 @@ confined to the cache folder, host downloads kept off this host and its private 
 (whatever the spelling, DNS or a redirect says), and the tamper audit of what the agent left for
 the evaluator.
 
-May import: nothing of ``computer_env.osworld`` outside this wing (pure checks, the bottom layer).
+May import: nothing of ``computer_env.osworld`` outside this wing (the bottom layer); the
+desktop client (the tamper audit reads the desktop).
 """

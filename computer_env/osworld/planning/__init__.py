@@ -3,5 +3,6 @@ have it, the markers a task's case gets, and the ``plan`` of a task list (which 
 here, and why the others cannot).
 
 May import: ``computer_env.osworld.scoring`` (whether an evaluator is supported),
-``catalog``, ``guards``, ``upstream`` and the bottom modules.
+``catalog``, ``guards``, ``upstream``, the bottom modules and the desktop side (a desktop's
+inventory); never ``check``, ``env`` or ``__main__``.
 """

@@ -111,7 +111,7 @@ def _state(client: Any, files: list[str]) -> dict[str, Any]:
 class UnparsableResult(EvaluatorInfraError):
     """A file the evaluator reads does not parse although its saves finished and it is stable:
     no save is in progress, so it is what was left on the desktop (the harness attributes it to
-    the agent once the agent acted: ``fixtures.cases.integrity``)."""
+    the agent once the agent acted: ``fixtures.cases.integrity.integrity``)."""
 
 
 INFLATED_LIMIT = 1 << 30

@@ -25,7 +25,7 @@ class EvaluatorAborted(ScorerFailed):
     """The scoring process died of a fault in C (SIGABRT, SIGSEGV, SIGBUS, SIGILL, SIGFPE) while
     an evaluation read what the agent left. Unscored by itself (a reader may be broken on any
     input); the harness makes it the agent's 0 (``evaluator_crash``) once the same evaluation
-    ran cleanly on the task's initial state (``fixtures.cases.integrity``)."""
+    ran cleanly on the task's initial state (``fixtures.cases.integrity.integrity``)."""
 
     def __init__(self, message: str, *, signal_name: str = "") -> None:
         super().__init__(message)

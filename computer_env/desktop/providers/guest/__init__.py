@@ -2,5 +2,5 @@
 as OSWorld's tasks expect Google Chrome, and the programs and files the local desktop adds.
 Shared by the local provider and the guest image (``docker/Dockerfile``).
 
-May import: the shared provider modules (``limits``, ``ports``); never a provider.
+May import: nothing else of the providers (the guest image imports it alone).
 """
