@@ -226,8 +226,8 @@ def supported_job(task: Task, spec: ContextSpec | None) -> None:
 def warm_job() -> None:
     """Import what every task's setup and evaluation use (OSWorld's setup controller and the
     evaluation's own modules), before the first job needs them."""
-    from computer_env.osworld.scoring import evaluate# noqa: F401 - imported for later jobs
-    from computer_env.osworld.prepare import setup
+    from computer_env.osworld.prepare import setup  # noqa: F401 - imported for later jobs
+    from computer_env.osworld.scoring import evaluate  # noqa: F401
     from computer_env.osworld.upstream.loader import upstream_setup_module
 
     upstream_setup_module()
