@@ -27,7 +27,7 @@ from memenv import MemoryEnv
 from polling import wait_for
 
 TASK = "Rename the file <b>report</b> & save it."
-HERE = Path(__file__).parent
+HELPERS = Path(__file__).resolve().parents[1] / "helpers"
 KEY = "sk-live-DO-NOT-WRITE-4f2a9c"
 EVIL_THOUGHT = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2">'
 
@@ -147,7 +147,7 @@ agent.run(MemoryEnv({task!r}, 800, 600), max_steps=200)
 def test_files_parse_after_a_killed_run(tmp_path: Path) -> None:
     steps = [s("wait", thought=f"waiting {i}", seconds=0) for i in range(200)]
     with ReferenceEndpoint({TASK: steps}, faults="delay=0.1", require_api_key=KEY) as ep:
-        code = CHILD.format(here=str(HERE), url=ep.url, key=KEY, task_dir=str(tmp_path), task=TASK)
+        code = CHILD.format(here=str(HELPERS), url=ep.url, key=KEY, task_dir=str(tmp_path), task=TASK)
         proc = subprocess.Popen([sys.executable, "-c", code], start_new_session=True,
                                 preexec_fn=set_pdeathsig, stderr=subprocess.PIPE)
         try:

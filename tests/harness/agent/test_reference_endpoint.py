@@ -19,37 +19,19 @@ import httpx
 import pytest
 from PIL import Image
 
-from holo_agent.conversation import EVICTED, Conversation
+from holo_agent.conversation import EVICTED
 from holo_agent.judge import build_judge_messages
-from holo_agent.prompt import build_system_prompt
 from holo_agent.reference import ReferenceEndpoint
 from holo_agent.reference.judge import JUDGE_MODEL, judge_completion
 from holo_agent.reference.usage import image_tokens
-from holo_agent.tools import Step, step_json_schema
+from reference_requests import PNG, TASK, good_body
 
-TASK = "Open the file and report its first line."
-PNG = b"\x89PNG\r\n\x1a\n" + b"0" * 32  # only the data-URL form matters to the checker
 SOLUTION = [
     {"note": None, "thought": "open", "tool_call": {"tool_name": "click", "element": "file",
                                                     "x": 10, "y": 20}},
     {"note": "first line is abc", "thought": "done", "tool_call": {"tool_name": "answer",
                                                                    "content": "abc"}},
 ]
-
-
-def good_body(n_obs: int = 1, budget: int = 3) -> dict[str, Any]:
-    """A conforming request after ``n_obs`` observations (n_obs - 1 waits)."""
-    conv = Conversation(build_system_prompt(), TASK, budget)
-    wait = Step.model_validate({"note": None, "thought": "wait",
-                                "tool_call": {"tool_name": "wait", "seconds": 1}})
-    for i in range(n_obs):
-        if i:
-            conv.add_step(wait)
-            conv.add_tool_output("wait", "ok")
-        conv.add_observation(PNG, "image/png")
-    return {"model": "reference-policy", "messages": conv.messages(), "temperature": 0.8,
-            "reasoning_effort": "medium", "structured_outputs": {"json": step_json_schema()},
-            "chat_template_kwargs": {"enable_thinking": True}}
 
 
 @pytest.fixture(scope="module")

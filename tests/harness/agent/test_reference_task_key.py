@@ -16,7 +16,7 @@ import pytest
 
 from holo_agent.reference import ReferenceEndpoint, check_request, solution_key
 from suite import run_suite
-from test_reference_endpoint import TASK, good_body
+from reference_requests import TASK, good_body
 
 
 def _say(word: str) -> list[dict[str, Any]]:

@@ -146,7 +146,7 @@ def test_bad_limits_are_refused() -> None:
     res = subprocess.run([sys.executable, "-m", "pytest", "--desktop-memory", "lots",
                           "--collect-only", "-q", "-p", "no:cacheprovider", "tests/osworld"],
                          capture_output=True, text=True, timeout=120,
-                         cwd=Path(__file__).resolve().parents[2])
+                         cwd=Path(__file__).resolve().parents[3])
     assert res.returncode == 4 and "--desktop-memory" in res.stderr and "lots" in res.stderr, \
         res.stderr[-2000:]
 

@@ -24,7 +24,7 @@ from computer_env.desktop.providers.docker.containers import LABEL_PID, sweep_de
 from computer_env.errors import ConfigurationError
 from polling import wait_for
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 IMAGE = os.environ.get("HOLO_DESKTOP_IMAGE", DEFAULT_GUEST_SERVER_IMAGE)
 BASE_IMAGE = "holo-bench/debian-base:bookworm"
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from test_docker_provider import docker_client  # noqa: F401  (the fixture: daemon + image or skip)
-from tests.harness.suite import run_suite
+from tests.harness.helpers.suite import run_suite
 
 pytestmark = [pytest.mark.docker, pytest.mark.desktop]
 

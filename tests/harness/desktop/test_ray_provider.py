@@ -22,9 +22,9 @@ import pytest
 from computer_env.desktop.providers.local import netns
 from computer_env.desktop.providers.local.cgroups import session_cgroups
 from computer_env.desktop.providers.ray.door import NodeDoor
-from tests.harness.polling import wait_for
-from tests.harness.raycluster import NODE_IP, TwoNodeCluster, one_cluster_at_a_time
-from tests.harness.suite import ROOT, SuiteRun, kill_group, run_suite, start_suite
+from tests.harness.helpers.polling import wait_for
+from tests.harness.helpers.raycluster import NODE_IP, TwoNodeCluster, one_cluster_at_a_time
+from tests.harness.helpers.suite import ROOT, SuiteRun, kill_group, run_suite, start_suite
 
 try:
     import ray  # noqa: F401

@@ -21,7 +21,7 @@ from computer_env.errors import ConfigurationError, VMUnreachable
 from computer_env.procs import kill_group, spawn
 from polling import wait_for
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _port(path: Path, proc: subprocess.Popen[bytes], what: str, timeout: float) -> str:

@@ -4,7 +4,7 @@ Each check types a string through the real guest server on a real Xvfb desktop, 
 the app, and compares the file byte for byte with what was sent. Run as a script to measure the
 success rate over many repetitions::
 
-    .venv/bin/python tests/harness/test_typing.py --reps 10
+    .venv/bin/python tests/harness/desktop/test_typing.py --reps 10
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 import requests
 
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "helpers"))
 from polling import wait_for  # noqa: E402
 from xdesktop import GuestServer, XDesktop, wait_for_window  # noqa: E402
 

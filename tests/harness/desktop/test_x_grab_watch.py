@@ -122,7 +122,7 @@ def test_an_x_server_stopped_from_the_host_stays_the_environments(tmp_path: Path
     tasks = first_smoke_tasks(1, exclude_domains=("chrome",))
     run = run_suite(tmp_path, "stopx", "--task-list", str(task_list_file(tmp_path, tasks)),
                     "-n0", "-p", "chaos", "--infra-rerun-delay", "0",
-                    env={"PYTHONPATH": str(ROOT / "tests" / "harness"), "CHAOS_STOP_X": "agent"})
+                    env={"PYTHONPATH": str(ROOT / "tests" / "harness" / "helpers"), "CHAOS_STOP_X": "agent"})
     (result,) = run.results().values()
     assert result["attempts"] == 2, result  # the stopped desktop's attempt was rerun
     assert result["outcome"] == "passed", result["message"]

@@ -27,7 +27,7 @@ from suite import (
     task_list_file,
 )
 
-CHAOS_ENV = {"PYTHONPATH": str(ROOT / "tests" / "harness")}
+CHAOS_ENV = {"PYTHONPATH": str(ROOT / "tests" / "harness" / "helpers")}
 
 
 def test_a_desktop_5xx_is_infrastructure_and_a_4xx_is_not() -> None:

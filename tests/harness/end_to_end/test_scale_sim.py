@@ -10,7 +10,7 @@ from types import ModuleType
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "simulate_scale.py"
+SCRIPT = Path(__file__).resolve().parents[3] / "scripts" / "simulate_scale.py"
 
 
 @pytest.fixture(scope="module")

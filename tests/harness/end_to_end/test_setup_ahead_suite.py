@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from polling import wait_for
-from tests.harness.suite import (
+from tests.harness.helpers.suite import (
     ROOT,
     first_smoke_tasks,
     kill_group,
@@ -28,7 +28,7 @@ from tests.harness.suite import (
 pytestmark = pytest.mark.desktop
 
 AHEAD = ("--spare-desktop", "on", "--setup-ahead", "on", "-n0")
-CHAOS_ENV = {"PYTHONPATH": str(ROOT / "tests" / "harness")}
+CHAOS_ENV = {"PYTHONPATH": str(ROOT / "tests" / "harness" / "helpers")}
 
 
 def _three(tmp_path: Path) -> tuple[Path, list[str]]:

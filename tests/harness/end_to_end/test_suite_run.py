@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from polling import wait_for
-from tests.harness.suite import (
+from tests.harness.helpers.suite import (
     ROOT,
     first_smoke_tasks,
     kill_group,
@@ -28,7 +28,7 @@ from tests.harness.suite import (
 
 pytestmark = pytest.mark.desktop
 
-CHAOS_ENV = {"PYTHONPATH": str(ROOT / "tests" / "harness")}
+CHAOS_ENV = {"PYTHONPATH": str(ROOT / "tests" / "harness" / "helpers")}
 FAST = ("--infra-reruns", "1", "--infra-rerun-delay", "0", "--endpoint-retries", "1",
         "--endpoint-backoff", "0.05")
 

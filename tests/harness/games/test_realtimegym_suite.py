@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.harness.suite import ROOT, run_suite
+from tests.harness.helpers.suite import ROOT, run_suite
 
-SHADOW = str(ROOT / "tests" / "harness" / "no_realtimegym")
+SHADOW = str(ROOT / "tests" / "harness" / "helpers" / "no_realtimegym")
 
 
 def test_suite_skips_cleanly_without_realtimegym(tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ from fixtures.report.report_html import summary_html
 from fixtures.cases.records.results import TaskResult
 from fixtures.report.summary import summarize
 from fixtures.report.summary_text import format_summary, summary_csv
-from tests.harness.suite import ROOT
+from tests.harness.helpers.suite import ROOT
 
 
 def _result(game: str, load: str, seed: int, raw: float, bound: float, *,

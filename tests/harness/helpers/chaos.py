@@ -1,5 +1,5 @@
 """A pytest plugin for fault-injection tests of the suite (loaded with ``-p chaos`` and
-``PYTHONPATH=tests/harness`` in a child run). It injects REAL faults into the real system:
+``PYTHONPATH=tests/harness/helpers`` in a child run). It injects REAL faults into the real system:
 
 - ``CHAOS_KILL_SERVER=agent``: on a case's first attempt, kill the desktop's guest server
   (SIGKILL, from the host, by its host pid: nothing inside the sandbox can reach it) as soon as

@@ -28,7 +28,7 @@ from typing import Any
 
 import psutil
 
-from tests.harness.polling import wait_for
+from tests.harness.helpers.polling import wait_for
 
 RAY = str(Path(sys.executable).with_name("ray"))
 HEAD_IP, NODE_IP = "127.0.0.1", "127.0.0.2"

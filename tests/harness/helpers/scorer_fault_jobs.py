@@ -1,4 +1,4 @@
-"""Jobs run in the scoring process by tests/harness/test_scorer_faults.py and the chaos plugin:
+"""Jobs run in the scoring process by tests/harness/osworld/test_scorer_faults.py and the chaos plugin:
 a reader that dies of a fault in C, and a metric that computes on a result far larger than the
 expected file (with the budget's constants shrunk for the test)."""
 

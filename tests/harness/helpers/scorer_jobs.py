@@ -1,4 +1,4 @@
-"""Jobs run in the scoring process by tests/harness/test_scorer.py (never imported by the test
+"""Jobs run in the scoring process by tests/harness/osworld/test_scorer.py (never imported by the test
 process itself: its exception class must be one the test process has not loaded)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Jobs run in the scoring process by tests/harness/test_scorer_memory.py: allocations past its
+"""Jobs run in the scoring process by tests/harness/osworld/test_scorer_memory.py: allocations past its
 memory cap, and what the process's limits are."""
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 OSWORLD_DATA = Path(os.environ.get(
     "OSWORLD_EXAMPLES", ROOT.parent / "shared" / "osworld" / "evaluation_examples"))
 """OSWorld's evaluation_examples, in the ``shared/`` folder beside the checkout (data for tests

@@ -22,7 +22,7 @@ from holo_agent.prompt import build_system_prompt
 from holo_agent.reference.exploits import exploits_for, hostile_endpoint, model_name, registry
 from holo_agent.tools import CodeStep, parse_step, step_json_schema
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _result(case: str, exploit: str, score: float | None, *, bench: str = "osworld",

@@ -2,7 +2,7 @@
 ``--api-key``) against real reference-endpoint servers, the per-worker ``EndpointChooser``, and
 serve mode (``--serve``/``--gpus``).
 
-Serve mode uses a TEST DOUBLE of the ``vllm`` executable (``tests/harness/fake_vllm/vllm``): a
+Serve mode uses a TEST DOUBLE of the ``vllm`` executable (``tests/harness/helpers/fake_vllm/vllm``): a
 real vLLM server needs a GPU and model weights, which cannot exist on a test machine. The double
 parses ``vllm serve MODEL --host H --port P ...``, records its command line and
 ``CUDA_VISIBLE_DEVICES``, and serves the real reference endpoint in-process, so everything on the
@@ -40,7 +40,7 @@ from holo_agent.client import ChatClient
 from holo_agent.reference import ReferenceEndpoint
 from httpstub import CountingServer
 from polling import wait_for
-from tests.harness.suite import (
+from tests.harness.helpers.suite import (
     ROOT,
     SuiteRun,
     first_smoke_tasks,
@@ -51,7 +51,7 @@ from tests.harness.suite import (
     task_list_file,
 )
 
-FAKE_VLLM_DIR = Path(__file__).resolve().parent / "fake_vllm"
+FAKE_VLLM_DIR = Path(__file__).resolve().parents[1] / "helpers" / "fake_vllm"
 FAST = ("--infra-reruns", "1", "--infra-rerun-delay", "0", "--endpoint-retries", "1",
         "--endpoint-backoff", "0.05")
 SECRET = "sk-holo-test-" + uuid.uuid4().hex

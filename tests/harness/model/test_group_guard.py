@@ -12,7 +12,7 @@ from pathlib import Path
 from polling import wait_for
 
 GUARD = [sys.executable, "-m", "computer_env.procs.group_guard", "--"]
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def group_members(pgid: int) -> list[int]:

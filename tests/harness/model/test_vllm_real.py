@@ -39,7 +39,7 @@ from holo_agent.reference import ReferenceEndpoint
 from memenv import MemoryEnv
 from test_group_guard import group_members
 from polling import wait_for
-from tests.harness.suite import ROOT, kill_group, run_suite, start_suite, tagged_processes, \
+from tests.harness.helpers.suite import ROOT, kill_group, run_suite, start_suite, tagged_processes, \
     task_list_file
 
 VLLM_PY = ROOT / VLLM_VENV / "bin" / "python"

@@ -127,7 +127,7 @@ def test_real_osworld_and_builtin_tasks_all_pass(tmp_path: Path) -> None:
     from computer_env.osworld.catalog.tasks import load_builtin_tasks
 
     assert len(load_builtin_tasks()) >= 20
-    shared = Path(__file__).resolve().parents[3] / "shared" / "osworld"
+    shared = Path(__file__).resolve().parents[4] / "shared" / "osworld"
     if shared.is_dir():
         assert len(load_tasks(shared)) > 300
 

@@ -32,7 +32,7 @@ from computer_env.osworld.catalog.tasks import TaskLoadError, parse_task
 from fixtures.report.watch.server import WatchServer
 from holo_agent.reference.server import ReferenceEndpoint
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 SPELLINGS = ("127.1", "2130706433", "0x7f.1", "0177.0.0.1", "0x7f000001", "0", "[::1]",
              "[::ffff:127.0.0.1]", "[::ffff:7f00:1]")
 

@@ -20,7 +20,7 @@ from computer_env.desktop.client import DesktopClient
 from computer_env.desktop.providers.base import DesktopHandle
 from computer_env.errors import EvaluatorInfraError
 from computer_env.osworld import EvaluatorUnsupported, TaskContext, default_vars, ensure_supported
-from computer_env.osworld.scoring import evaluate
+from computer_env.osworld.scoring.evaluate import evaluate
 from computer_env.osworld.catalog.tasks import Task, parse_task
 
 
@@ -365,7 +365,7 @@ def test_a_task_that_races_the_embedded_desktop_is_skipped_there_only() -> None:
     from computer_env.osworld.errors import EvaluatorUnsupported
     from computer_env.osworld.scoring.evaluate import EMBEDDED_TIMING_DEFECTS, ensure_supported
     from computer_env.osworld.catalog.tasks import load_task_file
-    from tests.harness.suite import OSWORLD_DATA
+    from tests.harness.helpers.suite import OSWORLD_DATA
 
     path = OSWORLD_DATA / "examples" / "os" / "13584542-872b-42d8-b299-866967b5c3ef.json"
     if not path.exists():

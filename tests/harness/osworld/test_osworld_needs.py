@@ -21,7 +21,7 @@ from computer_env.osworld.planning.needs_check import (
 )
 from computer_env.osworld.planning.plan import classify, make_plan
 from computer_env.osworld.catalog.tasks import load_tasks, parse_task
-from tests.harness.suite import OSWORLD_DATA, ROOT, run_suite
+from tests.harness.helpers.suite import OSWORLD_DATA, ROOT, run_suite
 
 DATA = OSWORLD_DATA
 needs_data = pytest.mark.skipif(not DATA.is_dir(), reason="OSWorld task data not present")

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 IMPORT_LINE = ("import desktop_env.controllers.setup, desktop_env.evaluators.getters, "
                "desktop_env.evaluators.metrics")
 TASK_ID = "0c0ffee0-0000-4000-8000-000000000001"

@@ -18,7 +18,7 @@ import pytest
 from computer_env.osworld.planning.needs import task_needs
 from computer_env.osworld.catalog.oracle import PROOF_ROUTES, oracle_index
 from computer_env.osworld.catalog.tasks import load_tasks
-from tests.harness.suite import OSWORLD_DATA, run_suite
+from tests.harness.helpers.suite import OSWORLD_DATA, run_suite
 
 DATA = OSWORLD_DATA
 

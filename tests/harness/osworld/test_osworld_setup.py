@@ -22,7 +22,7 @@ from computer_env.desktop.client import DesktopClient
 from computer_env.desktop.providers.base import DesktopHandle
 from computer_env.errors import SetupError, VMUnreachable
 from computer_env.osworld import SetupUnsupported, TaskContext, default_vars, prefetch, run_setup
-from computer_env.osworld.scoring import evaluate
+from computer_env.osworld.scoring.evaluate import evaluate
 from computer_env.osworld.catalog.download import cache_path
 from computer_env.osworld.prepare.setup_steps import apply_proxy
 from computer_env.osworld.catalog.tasks import parse_task
@@ -163,7 +163,7 @@ def test_prefetch_fills_the_cache_and_cli(ctx: TaskContext, www: _Server, tmp_pa
                 {"url": f"{public}/b.txt", "path": "/tmp/pf/b.txt"}]}}]}
     (tasks_root / "examples" / "demo" / "t1.json").write_text(json.dumps(task))
     (tasks_root / "test_all.json").write_text(json.dumps({"demo": ["t1"]}))
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2]),
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[3]),
            "HTTP_PROXY": www.url, "http_proxy": www.url, "NO_PROXY": "", "no_proxy": ""}
     out = subprocess.run(
         [sys.executable, "-m", "computer_env.osworld", "prefetch", "--osworld-root",

@@ -28,7 +28,7 @@ from computer_env.osworld.prepare.setup_steps import (
 from computer_env.osworld.catalog.tasks import SetupStep
 from localdesk import local_desktop
 
-EXAMPLES = Path(__file__).resolve().parents[3] / "shared" / "osworld" / "evaluation_examples"
+EXAMPLES = Path(__file__).resolve().parents[4] / "shared" / "osworld" / "evaluation_examples"
 CHROME_DARK_MODE = "chrome/93eabf48-6a27-4cb6-b963-7d5fe1e0d3a9"
 
 

@@ -20,7 +20,7 @@ from computer_env.osworld import (
 )
 from computer_env.osworld.context import default_vars
 from computer_env.osworld.catalog.tasks import builtin_root, parse_task
-from tests.harness.suite import OSWORLD_DATA
+from tests.harness.helpers.suite import OSWORLD_DATA
 
 DATA = OSWORLD_DATA
 

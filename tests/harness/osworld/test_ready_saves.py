@@ -194,7 +194,7 @@ def test_a_broken_or_still_written_office_file_is_an_evaluator_infra_failure(
         with pytest.raises(EvaluatorInfraError, match="cannot be parsed") as info:
             wait_for_saves(c, _reads("/home/user/half.xlsx"), quiet_s=0.5)
         assert classify(info.value)[0] == "evaluator"
-        c.upload_file("/home/user/busy.xlsx", (Path(__file__).parents[2] / "computer_env" /
+        c.upload_file("/home/user/busy.xlsx", (Path(__file__).parents[3] / "computer_env" /
                                                 "osworld" / "builtin" / "assets" / "calc" /
                                                 "roster.xlsx").read_bytes())
         c.upload_file("/home/user/lu4711.tmp", b"")  # LibreOffice's save in progress

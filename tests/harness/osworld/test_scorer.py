@@ -1,7 +1,7 @@
 """OSWorld's code in the worker's scoring process (computer_env.osworld.scoring.scorer): the same scores
 and the same exceptions as in the worker itself, a dead or hung scoring process as an environment
 failure, and a worker that never imports OSWorld's metrics, getters or setup controller. The
-scoring process is real (spawned), its jobs are real code (tests/harness/scorer_jobs.py and
+scoring process is real (spawned), its jobs are real code (tests/harness/helpers/scorer_jobs.py and
 OSWorld's own getters and metrics on real files)."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from computer_env.errors import EvaluatorCrash, EvaluatorInfraError, InfraError, VMUnreachable
-from computer_env.osworld.scoring import evaluate
+from computer_env.osworld.scoring.evaluate import evaluate
 from computer_env.osworld.errors import EvaluatorUnsupported, SetupUnsupported
 from computer_env.osworld.scoring.scorer import Scorer, ScorerFailed
 from fixtures.cases.outcomes import classify
@@ -27,7 +27,8 @@ from polling import wait_for
 from test_osworld_evaluate import TEXT_EQ, cache, make_ctx, put, task
 
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parents[1]
+HELPERS = HERE.parent / "helpers"
+ROOT = HERE.parents[2]
 
 
 @pytest.fixture
@@ -236,7 +237,7 @@ def test_the_worker_scores_a_spreadsheet_without_importing_osworlds_code(tmp_pat
         book.save(tmp_path / name)
     proc = subprocess.run([sys.executable, "-c", SCRIPT, str(tmp_path)], cwd=ROOT,
                           capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "PYTHONPATH": f"{HERE}:{ROOT}"})
+                          env={**os.environ, "PYTHONPATH": f"{HERE}:{HELPERS}:{ROOT}"})
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert out["score"] == 0.0  # 41 is not 42: OSWorld's compare_table ran (in the scorer)
@@ -248,14 +249,14 @@ def test_the_worker_scores_a_spreadsheet_without_importing_osworlds_code(tmp_pat
 def test_a_suite_worker_plays_a_spreadsheet_task_without_osworlds_code(tmp_path: Path) -> None:
     """A real ``-n 1`` run of the built-in calc smoke task: passed, and its worker never
     imported OSWorld's setup controller, metrics or their readers (they ran in its scorer)."""
-    from tests.harness.suite import builtin_smoke, run_suite, task_list_file
+    from tests.harness.helpers.suite import builtin_smoke, run_suite, task_list_file
 
     calc = builtin_smoke()["libreoffice_calc"][:1]
     probe = tmp_path / "probe"
     probe.mkdir()
     run = run_suite(tmp_path, "scorer", "-n", "1", "-p", "scorer_probe", "--task-list",
                     str(task_list_file(tmp_path, {"libreoffice_calc": calc})),
-                    env={"PYTHONPATH": str(HERE), "SCORER_PROBE_DIR": str(probe)})
+                    env={"PYTHONPATH": f"{HERE}:{HELPERS}", "SCORER_PROBE_DIR": str(probe)})
     assert run.rc == 0, run.output[-3000:]
     (result,) = run.results().values()
     assert result["outcome"] == "passed" and result["score"] == 1.0

@@ -20,7 +20,7 @@ from computer_env.osworld.scoring.scorer import EvaluatorAborted, Scorer, Scorer
 from computer_env.osworld.scoring.scorer_budget import budget_s
 from suite import ROOT, run_suite, task_list_file
 
-HARNESS = str(ROOT / "tests" / "harness")
+HARNESS = str(ROOT / "tests" / "harness" / "helpers")
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ from fixtures.run.config.options import OPTIONS
 from fixtures.run.config.settings import SECTIONS
 from parsed_settings import settings_of as _settings
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.mark.parametrize("option, value", [

@@ -23,7 +23,7 @@ from fixtures.run.config.profiles import PROFILES, Profile
 from fixtures.run.config.settings import Settings
 from parsed_settings import settings_of
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 IDENTITY = ("name", "description")
 """Profile fields that name the profile (recorded as ``protocols.profile``), not settings."""
 SAMPLE_TEXT: dict[Any, str] = {int: "7", tuple[int, int]: "1280x720", str: "test_small"}

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from polling import wait_for
-from tests.harness.suite import (
+from tests.harness.helpers.suite import (
     ROOT,
     first_smoke_tasks,
     kill_group,

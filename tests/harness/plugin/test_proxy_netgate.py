@@ -29,7 +29,7 @@ from fixtures.cases.netgate import NetGate, guest_proxy_url, proxy_port, without
 from fixtures.cases.records.results import NetCheck
 from httpstub import CountingServer
 from polling import wait_for
-from tests.harness.suite import SuiteRun, builtin_smoke, run_suite, task_list_file
+from tests.harness.helpers.suite import SuiteRun, builtin_smoke, run_suite, task_list_file
 
 TINYPROXY = shutil.which("tinyproxy") or "/usr/bin/tinyproxy"
 needs_tinyproxy = pytest.mark.skipif(

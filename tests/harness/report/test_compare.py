@@ -23,7 +23,7 @@ from fixtures.report.tables.stats import flake_rate, mcnemar_exact, paired_inter
 from fixtures.report.summary import summarize
 from fixtures.report.summary_text import format_summary
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 # -- statistics ----------------------------------------------------------------------------
 

@@ -14,7 +14,7 @@ import pytest
 from fixtures.report.compare import CompareInputError, compare, load_side
 from fixtures.cases.records.results import TaskResult, Versions, task_dir, write_result
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 GOOD_CSV = "domain,task_id,score\nos,a,1\nos,b,0\n"
 
 

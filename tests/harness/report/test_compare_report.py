@@ -22,7 +22,7 @@ from inner_suite import report_conftest
 
 pytest_plugins = ["pytester"]
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 CHROMIUM = "/usr/bin/chromium"
 
 TESTS = r'''

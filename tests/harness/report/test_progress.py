@@ -29,7 +29,7 @@ from fixtures.run.resume import is_secret_option, resume_command
 from fixtures.report.summary import Summary, summarize
 from fixtures.report.summary_text import format_summary, summary_csv
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 # -- progress -------------------------------------------------------------------------------
@@ -252,7 +252,7 @@ def test_reference_cli_help_is_plain_text() -> None:
 
 
 def test_reference_cli_serves_builtin_solutions_and_logs_verdicts(tmp_path: Path) -> None:
-    from test_reference_endpoint import good_body
+    from reference_requests import good_body
 
     from computer_env.osworld.builtin import load_solutions
     from computer_env.osworld.catalog.tasks import load_builtin_tasks

@@ -18,7 +18,7 @@ import pytest
 
 from polling import wait_for
 from test_watch import chromium_page, need_chromium
-from tests.harness.suite import (
+from tests.harness.helpers.suite import (
     ROOT,
     kill_group,
     run_suite,
@@ -30,7 +30,7 @@ pytestmark = pytest.mark.desktop
 
 TWO = {"os": ["os-create-report-file"], "text_editor": ["text-editor-sort-names"]}
 TABLE = {"libreoffice_calc": ["calc-line-totals"]}
-CHAOS_ENV = {"PYTHONPATH": str(ROOT / "tests" / "harness")}
+CHAOS_ENV = {"PYTHONPATH": str(ROOT / "tests" / "harness" / "helpers")}
 
 
 def test_parallel_run_progress_eta_result_lines_and_watch_page(tmp_path: Path) -> None:
