@@ -14,7 +14,12 @@ from computer_env.osworld.errors import (
     TaskLoadError,
     Unsupported,
 )
-from computer_env.osworld.scoring.evaluate import EvalResult, MetricDetail, ensure_supported, evaluate
+from computer_env.osworld.scoring.evaluate import (
+    EvalResult,
+    MetricDetail,
+    ensure_supported,
+    evaluate,
+)
 from computer_env.osworld.prepare.settle import wait_until_settled
 from computer_env.osworld.prepare.setup import SetupReport, StepTiming, run_setup
 from computer_env.osworld.catalog.tasks import (

@@ -20,7 +20,15 @@ from computer_env.realtimegym.scores.bounds import (
 from computer_env.realtimegym.cases import SEED_INDEPENDENT, GameCase, all_cases
 from computer_env.realtimegym.clock import TurnClock
 from computer_env.realtimegym.env import GameComputerEnv
-from computer_env.realtimegym.games import GAMES, LOADS, MAX_TURNS, SEEDS, SPECS, GameSpec, game_spec
+from computer_env.realtimegym.games import (
+    GAMES,
+    LOADS,
+    MAX_TURNS,
+    SEEDS,
+    SPECS,
+    GameSpec,
+    game_spec,
+)
 from computer_env.realtimegym.keymap import action_to_key, key_to_action
 from computer_env.realtimegym.panel import PANEL_HEIGHT, Button, ControlPanel
 from computer_env.realtimegym.players.reference import ReferencePlayer

@@ -89,7 +89,10 @@ class ServerState:
             if self._damage is not None and not self._damage.alive:
                 self._damage, self._damage_tried = None, False  # the display went away
             if not self._damage_tried:
-                from computer_env.desktop.server.screen.damage import DamageUnavailable, DamageWatcher
+                from computer_env.desktop.server.screen.damage import (
+                    DamageUnavailable,
+                    DamageWatcher,
+                )
 
                 self._damage_tried = True
                 try:

@@ -48,7 +48,11 @@ from computer_env.osworld.prepare.setup_verdict import (
     with_deadline,
 )
 from computer_env.osworld.catalog.tasks import SetupStep
-from computer_env.osworld.upstream.loader import absent_dependencies, missing_reason, upstream_setup_module
+from computer_env.osworld.upstream.loader import (
+    absent_dependencies,
+    missing_reason,
+    upstream_setup_module,
+)
 
 logger = logging.getLogger(__name__)
 

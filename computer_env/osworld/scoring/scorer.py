@@ -53,7 +53,12 @@ from computer_env.osworld.scoring.scorer_cap import (
     HOST_SHARE, MEMORY_CAP_ENV, MEMORY_CAP_MIB, MIN_CAP_MIB, memory_cap,
 )
 from computer_env.osworld.scoring.scorer_child import serve
-from computer_env.osworld.scoring.scorer_faults import C_FAULTS, EvaluatorAborted, ScorerFailed, died
+from computer_env.osworld.scoring.scorer_faults import (
+    C_FAULTS,
+    EvaluatorAborted,
+    ScorerFailed,
+    died,
+)
 from computer_env.osworld.scoring.scorer_wire import (
     ContextSpec, RemoteError, cpu_seconds, rebuild, replay_logs,
 )

@@ -32,7 +32,10 @@ def env() -> Iterator[Any]:
     """A desktop with OSWorld's Chrome setup (google-chrome on 1337, socat 9222 -> 1337, run by
     OSWorld's SetupController) showing a file:// page, plus a plain ``chromium`` showing another;
     yields the ``env`` OSWorld's getters read (its PythonController and CDP address)."""
-    from computer_env.osworld.upstream.loader import upstream_python_controller, upstream_setup_module
+    from computer_env.osworld.upstream.loader import (
+        upstream_python_controller,
+        upstream_setup_module,
+    )
 
     with local_desktop(width=1280, height=720) as provider:
         handle = provider.handle

@@ -19,7 +19,10 @@ import httpx
 import pytest
 
 from computer_env.desktop.client import DesktopClient
-from computer_env.desktop.providers.docker.provider import DEFAULT_GUEST_SERVER_IMAGE, DockerProvider
+from computer_env.desktop.providers.docker.provider import (
+    DEFAULT_GUEST_SERVER_IMAGE,
+    DockerProvider,
+)
 from computer_env.desktop.providers.docker.containers import LABEL_PID, sweep_dead_containers
 from computer_env.errors import ConfigurationError
 from polling import wait_for

@@ -126,8 +126,7 @@ def test_runnable_others_reads_the_hosts_running_threads() -> None:
 @pytest.mark.parametrize("count", [2, 3, 4])
 def test_banded_bgrx_jpeg_decodes_to_the_one_piece_pixels(size: tuple[int, int], count: int,
                                                           monkeypatch) -> None:
-    from computer_env.desktop.server.screen import bands
-    from computer_env.desktop.server.screen import pngrows
+    from computer_env.desktop.server.screen import bands, pngrows
 
     pytest.importorskip("simplejpeg")
     raw = _bgrx(size, 8)

@@ -14,7 +14,11 @@ import httpx
 import pytest
 
 from fixtures.cases.integrity.audit import format_audit, summarize_audit
-from fixtures.cases.integrity.known_flaws import INFEASIBLE_BY_DESIGN, known_flaws_for, load_known_flaws
+from fixtures.cases.integrity.known_flaws import (
+    INFEASIBLE_BY_DESIGN,
+    known_flaws_for,
+    load_known_flaws,
+)
 from fixtures.cases.records.results import TaskResult
 from fixtures.report.summary import summarize
 from holo_agent.conversation import Conversation

@@ -17,7 +17,12 @@ from computer_env.desktop.providers.local.provider import LocalSandboxProvider
 from computer_env.errors import EvaluatorCrash, EvaluatorInfraError
 from computer_env.osworld.scoring.evaluate import evaluate
 from fixtures.cases.attempt import Attempt
-from fixtures.cases.integrity.integrity import EVALUATOR_CRASH, RESOURCE_LIMIT, AgentTurnGuard, task_text
+from fixtures.cases.integrity.integrity import (
+    EVALUATOR_CRASH,
+    RESOURCE_LIMIT,
+    AgentTurnGuard,
+    task_text,
+)
 from fixtures.cases.desktops.pool import VMPool
 from test_osworld_evaluate import cache, make_ctx, put, task
 

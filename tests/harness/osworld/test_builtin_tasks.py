@@ -19,7 +19,16 @@ from typing import Any
 import pytest
 
 from computer_env.errors import SetupError
-from computer_env.osworld import OSWorldComputerEnv, Task, TaskContext, check_task_unplayed, default_vars, load_builtin_tasks, run_setup, wait_until_settled
+from computer_env.osworld import (
+    OSWorldComputerEnv,
+    Task,
+    TaskContext,
+    check_task_unplayed,
+    default_vars,
+    load_builtin_tasks,
+    run_setup,
+    wait_until_settled,
+)
 from computer_env.osworld.scoring.evaluate import evaluate
 from computer_env.osworld.catalog.assets import AssetServer
 from computer_env.osworld.builtin import BUILTIN_ROOT, load_solutions, task_ids

@@ -39,7 +39,10 @@ def _osworld_addr(handle: Any) -> tuple[str, int]:
 
 
 def test_python_and_setup_controllers_drive_the_desktop(desktop: Any, tmp_path: Any) -> None:
-    from computer_env.osworld.upstream.loader import upstream_python_controller, upstream_setup_module
+    from computer_env.osworld.upstream.loader import (
+        upstream_python_controller,
+        upstream_setup_module,
+    )
 
     host, port = _osworld_addr(desktop.handle)
     controller = upstream_python_controller()(vm_ip=host, server_port=port)

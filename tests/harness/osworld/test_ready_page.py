@@ -22,7 +22,12 @@ from PIL import Image
 
 from computer_env.osworld import TaskContext, run_setup
 from computer_env.osworld.context import default_vars
-from computer_env.osworld.prepare.ready import AppNotReady, expected_app, screen_problem, wait_until_ready
+from computer_env.osworld.prepare.ready import (
+    AppNotReady,
+    expected_app,
+    screen_problem,
+    wait_until_ready,
+)
 from computer_env.osworld.prepare.ready_page import page_problem, viewport_box
 from computer_env.osworld.prepare.settle import css_rgb, ink_pixels, is_blank, screen_image
 from computer_env.osworld.catalog.tasks import parse_task

@@ -19,7 +19,13 @@ from fixtures.report.compare import CompareInputError, compare, format_compariso
 from fixtures.report.compare.analysis import side_info
 from fixtures.report.compare.model import Sample, Side
 from fixtures.cases.records.results import TaskResult, Versions, task_dir, write_result
-from fixtures.report.tables.stats import flake_rate, mcnemar_exact, paired_interval, pass_at_k, pass_hat_k
+from fixtures.report.tables.stats import (
+    flake_rate,
+    mcnemar_exact,
+    paired_interval,
+    pass_at_k,
+    pass_hat_k,
+)
 from fixtures.report.summary import summarize
 from fixtures.report.summary_text import format_summary
 

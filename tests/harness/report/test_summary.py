@@ -9,7 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from fixtures.cases.records.results import TaskResult, Timings, Tokens, Versions, load_results, task_dir
+from fixtures.cases.records.results import (
+    TaskResult,
+    Timings,
+    Tokens,
+    Versions,
+    load_results,
+    task_dir,
+)
 from fixtures.cases.records.results import write_result
 from fixtures.report.tables.stats import ci95, pass_at_k, t_quantile, wilson_interval
 from fixtures.report.summary import REFERENCE_BANNER, Summary, summarize

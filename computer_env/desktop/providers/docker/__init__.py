@@ -4,7 +4,7 @@ guest-server image): the provider, its containers and its Docker host.
 May import: the shared provider modules (``base``, ``options``, ``registry``, ``limits``,
 ``ports``); never another provider.
 
-``DockerProvider`` loads on first use (PEP 562), as it did from this path before.
+``DockerProvider`` is importable from this path as before; it loads on first use (PEP 562).
 """
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ from computer_env.lazy import lazy_names
 if TYPE_CHECKING:
     from computer_env.desktop.providers.docker.provider import DockerProvider
 
-__getattr__ = lazy_names(__name__, {"computer_env.desktop.providers.docker.provider": ("DockerProvider",)})
+__getattr__ = lazy_names(__name__, {
+    "computer_env.desktop.providers.docker.provider": ("DockerProvider",),
+})
 
 __all__ = ["DockerProvider"]

@@ -23,8 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import computer_env
-from computer_env.desktop.providers.guest import guest_chrome
-from computer_env.desktop.providers.guest import guest_tools
+from computer_env.desktop.providers.guest import guest_chrome, guest_tools
 from computer_env.errors import ConfigurationError
 
 GUEST_UID = 1000

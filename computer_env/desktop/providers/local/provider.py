@@ -28,8 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from computer_env.desktop.gateway import OSWorldGateway, with_gateway
-from computer_env.desktop.providers.local import bwrap
-from computer_env.desktop.providers.local import netns
+from computer_env.desktop.providers.local import bwrap, netns
 from computer_env.desktop.providers.base import DesktopHandle, DesktopProvider
 from computer_env.desktop.providers.local.cgroups import sweep_stale_cgroups
 from computer_env.desktop.providers.guest.guest_chrome import ensure_chrome_dir

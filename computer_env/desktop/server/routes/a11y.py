@@ -30,7 +30,10 @@ def accessibility() -> Response | tuple[Response, int]:
 def terminal() -> Response:
     """OSWorld: ``{"output": text-or-null, "status": "success"}``. Null when no accessible
     terminal is focused (xterm is not accessible) or no a11y bus exists."""
-    from computer_env.desktop.server.a11y.accessibility import AccessibilityUnavailable, terminal_output
+    from computer_env.desktop.server.a11y.accessibility import (
+        AccessibilityUnavailable,
+        terminal_output,
+    )
 
     try:
         output = terminal_output()

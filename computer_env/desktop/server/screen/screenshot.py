@@ -27,8 +27,7 @@ from typing import Any, Literal
 
 from PIL import Image
 
-from computer_env.desktop.server.screen import bands
-from computer_env.desktop.server.screen import pngrows
+from computer_env.desktop.server.screen import bands, pngrows
 from computer_env.desktop.server.screen.pngrows import RowBuffer
 from computer_env.desktop.server.screen.shmgrab import ShmGrab
 
