@@ -111,11 +111,13 @@ run:
 test:
 	$(PYTEST) tests/harness -n 2 --dist loadgroup
 
-# Types and layers (configured in pyproject.toml: [tool.mypy], [tool.importlinter]); CI runs it
-# before the tests.
+# Types, layers and import circles (configured in pyproject.toml: [tool.mypy],
+# [tool.importlinter]; scripts/import_cycles.py: no circle between modules); CI runs it before
+# the tests.
 check:
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
+	$(PY) scripts/import_cycles.py
 
 smoke:
 	$(PYTEST) tests/osworld -m smoke -n 2

@@ -13,7 +13,10 @@ import statistics
 import sys
 import time
 
-from computer_env.desktop.providers.docker import DEFAULT_GUEST_SERVER_IMAGE, DockerProvider
+from computer_env.desktop.providers.docker.provider import (
+    DEFAULT_GUEST_SERVER_IMAGE,
+    DockerProvider,
+)
 
 
 def measure(image: str, prewarm: bool, resets: int, task_s: float) -> tuple[float, list[float]]:

@@ -4,7 +4,7 @@
 #      (skipped when the base image exists, unless --force),
 #   2. docker/Dockerfile on top: Xvfb, openbox, apps, python deps (wheels fetched by the host's
 #      pip, installed offline inside) and the guest's part of the computer_env package (what
-#      computer_env.desktop.providers.bwrap.guest_code allows: no task solutions, oracles,
+#      computer_env.desktop.providers.local.bwrap.guest_code allows: no task solutions, oracles,
 #      synthesized examples or verifiers).
 # Usage: docker/build-image.sh [--force] [--tag TAG] [--base-tag TAG] [--mirror URL]
 #        docker/build-image.sh --code-only DIR   (only copy the guest's code into DIR/computer_env)
@@ -49,7 +49,7 @@ t0=$(date +%s)
 # The guest's part of computer_env (the same allow-list as the local sandbox's) into $1.
 copy_guest_code() {
     local names
-    names=$(cd "${ROOT}" && PYTHONPATH="${ROOT}" "${PY}" -c 'from computer_env.desktop.providers.bwrap import guest_code; print("\n".join(guest_code()))') \
+    names=$(cd "${ROOT}" && PYTHONPATH="${ROOT}" "${PY}" -c 'from computer_env.desktop.providers.local.bwrap import guest_code; print("\n".join(guest_code()))') \
         || { say "could not list the guest code (computer_env importable with ${PY}?)"; return 1; }
     [[ -n "${names}" ]] || { say "empty guest code list"; return 1; }
     mkdir -p "$1/computer_env"

@@ -4,8 +4,8 @@
 # log, never seen by the session). Starts as root (the provider runs it so) only to make the
 # nest: Xvfb, the session and the server all run as `user`.
 #
-# The nest (computer_env/desktop/server/nest_root.py) is what the local sandbox has
-# (computer_env/desktop/server/nest.py) with sudo kept real: everything the agent can start runs
+# The nest (computer_env/desktop/server/commands/nest_root.py) is what the local sandbox has
+# (computer_env/desktop/server/commands/nest.py) with sudo kept real: everything the agent can start runs
 # in its own pid namespace, where no program, root included, can see, signal or trace the server
 # or Xvfb, nor change what they load. Started as another user (an old run configuration), the
 # entrypoint runs everything in one tree as before, without that guarantee, and says so.
@@ -73,8 +73,8 @@ fi
 ready=/run/holo-nest.ready
 rm -f "$ready" && mkfifo -m 0600 "$ready" && chown user:user "$ready"
 exec 6<>"$ready"
-env -u DESKTOP_SERVER_TOKEN python -s -m computer_env.desktop.server.nest_root --as 1000:1000 \
-    /run/holo-nest.pid /bin/bash "$0" nest "$ready" \
+env -u DESKTOP_SERVER_TOKEN python -s -m computer_env.desktop.server.commands.nest_root \
+    --as 1000:1000 /run/holo-nest.pid /bin/bash "$0" nest "$ready" \
     || { echo "entrypoint: the nest did not start" >&2; exit 96; }
 read -r -t 60 -u 6 rc || { echo "entrypoint: the nest's session did not start within 60 s" >&2; exit 96; }
 [ "$rc" = 0 ] || exit "$rc"

@@ -21,9 +21,9 @@ import time
 from pathlib import Path
 
 from computer_env.desktop.client import DesktopClient
-from computer_env.desktop.providers.cgroups import session_cgroups
+from computer_env.desktop.providers.local.cgroups import session_cgroups
 from computer_env.desktop.providers.limits import DesktopLimits, host_cpus
-from computer_env.desktop.providers.local import LocalSandboxProvider
+from computer_env.desktop.providers.local.provider import LocalSandboxProvider
 
 FORK_BOMB = ":(){ :|:& };:"
 

@@ -5,7 +5,7 @@ at once, each row with the host's load before and after.
 The ideal is the sum of the agents' model turns (model latency + the harness's per-turn time)
 divided by the workers; the ratio is wall-clock / ideal (issue target: <= 1.15 on a quiet host).
 Per worker it also says what the workers waited for: set-up, scoring, the agent's start and
-end, idle (``fixtures.cases.critical_path``). ``--from RUN_DIR`` reads finished runs instead
+end, idle (``fixtures.cases.records.critical_path``). ``--from RUN_DIR`` reads finished runs instead
 (their result files and ``summary.json``'s wall-clock; give ``--workers``).
 
     .venv/bin/python scripts/critical_path.py [--workers 1,2] [--delays 1.5,0] [--json] [-- ARGS]
@@ -26,8 +26,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from fixtures.cases.critical_path import CriticalPath, critical_path  # noqa: E402
-from fixtures.cases.results import scan_results  # noqa: E402
+from fixtures.cases.records.critical_path import CriticalPath, critical_path  # noqa: E402
+from fixtures.cases.records.results import scan_results  # noqa: E402
 
 TARGET_RATIO = 1.15
 

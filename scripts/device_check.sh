@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # On a host with an NVIDIA GPU and vLLM's CUDA build already installed (no network needed):
 # make the tiny Holo-shaped model, serve it on the GPU with the harness's own launcher and flags
-# (fixtures.cases.vllm_serve), and print per-request latency of the agent loop's real requests
+# (fixtures.cases.models.vllm_serve), and print per-request latency of the agent loop's real requests
 # (1 and 3 1920x1080 screenshots) at 1, 2, 4 and 8 concurrent requests: the saturation figure
 # docs/scale.md asks users to measure. Usage: bash scripts/device_check.sh [PYTHON_WITH_VLLM]
 set -euo pipefail

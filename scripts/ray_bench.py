@@ -11,7 +11,7 @@ per model turn (``summary.json`` ``harness.non_model_s``: settle + action + scre
 record) and of its cases' reset.
 
 Without ``--ray-address`` it starts its own two-node cluster on this host (head 127.0.0.1, a
-node on 127.0.0.2, as the tests do: ``tests/harness/raycluster.py``) and removes it after;
+node on 127.0.0.2, as the tests do: ``tests/harness/helpers/raycluster.py``) and removes it after;
 the Ray desktop is placed on the second node, so every request crosses its door.
 
     .venv/bin/python scripts/ray_bench.py [--runs 5] [--suite [--rounds 2]]
@@ -91,7 +91,7 @@ def measure(name: str, opts: ProviderOptions, runs: int) -> dict[str, float]:
 
 def actor_only(address: str, runs: int) -> float:
     """Median start of an empty actor needing one ``desktop`` (placement + its process)."""
-    from computer_env.desktop.providers.ray_cluster import connect
+    from computer_env.desktop.providers.ray.cluster import connect
 
     ray = connect(address)
 
@@ -142,7 +142,7 @@ def main() -> int:
     cluster = None
     address = args.ray_address
     if address is None:
-        from tests.harness.raycluster import TwoNodeCluster
+        from tests.harness.helpers.raycluster import TwoNodeCluster
 
         # the head has no 'desktop': the Ray desktop lands on the second node
         cluster = TwoNodeCluster(desktops=4, head_desktops=0).start()

@@ -1,12 +1,12 @@
-"""Regenerate RealtimeGym's normalisers (computer_env/realtimegym/expert_scores.json).
+"""Regenerate RealtimeGym's normalisers (computer_env/realtimegym/scores/expert_scores.json).
 
-For every game, load and seed: the expert's moves (computer_env.realtimegym.expert) replayed on
-a fresh game give the expert score; the relaxed exact search (computer_env.realtimegym.ceiling)
+For every game, load and seed: the expert's moves (computer_env.realtimegym.players.expert) replayed on
+a fresh game give the expert score; the relaxed exact search (computer_env.realtimegym.scores.ceiling)
 gives the ceiling; the reference player's own game gives the reference score (shown, never a
 divisor). Prints the table; ``--out`` writes the JSON. One core; about fifteen minutes in all
 (Overcooked: about a minute and a half a load).
 
-    nice -n 10 .venv/bin/python scripts/realtimegym_expert.py --out computer_env/realtimegym/expert_scores.json
+    nice -n 10 .venv/bin/python scripts/realtimegym_expert.py --out computer_env/realtimegym/scores/expert_scores.json
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from computer_env.base import KeyPress  # noqa: E402
 from computer_env.realtimegym import GameComputerEnv, ReferencePlayer  # noqa: E402
 from computer_env.realtimegym.backend import RealtimeGymBackend  # noqa: E402
-from computer_env.realtimegym.bounds import ExpertScores, SeedScores  # noqa: E402
-from computer_env.realtimegym.ceiling import overcooked_ceiling, snake_ceiling  # noqa: E402
-from computer_env.realtimegym.expert import (  # noqa: E402
+from computer_env.realtimegym.scores.bounds import ExpertScores, SeedScores  # noqa: E402
+from computer_env.realtimegym.scores.ceiling import overcooked_ceiling, snake_ceiling  # noqa: E402
+from computer_env.realtimegym.players.expert import (  # noqa: E402
     OVERCOOKED_HORIZON,
     OVERCOOKED_WIDTH,
     SNAKE_BEAM,
@@ -33,18 +33,18 @@ from computer_env.realtimegym.expert import (  # noqa: E402
 from computer_env.realtimegym.games import GAMES, LOADS, SEEDS  # noqa: E402
 
 METHOD = {
-    "expert": "computer_env/realtimegym/expert.py: Freeway breadth-first search over (turn, "
+    "expert": "computer_env/realtimegym/players/expert.py: Freeway breadth-first search over (turn, "
               "row); Snake beam search over whole episodes; Overcooked "
-              "(computer_env/realtimegym/expert_overcooked.py) beam search over "
+              "(computer_env/realtimegym/players/expert_overcooked.py) beam search over "
               "macro-actions (walk to a tile and interact), games ranked by rollouts of the "
               "reference cook. Each searches copies of RealtimeGym's "
               "own game; the score is its moves replayed on a fresh game of the seed.",
-    "ceiling": "computer_env/realtimegym/ceiling.py: Freeway = the exact search above; Snake "
+    "ceiling": "computer_env/realtimegym/scores/ceiling.py: Freeway = the exact search above; Snake "
                "= exact search of a body-free snake, at most the free cells less the start "
                "cell (36 - obstacles - 1); Overcooked = exact search of the agent's "
                "chef with free onions, pots ready the cooking time after each soup, no "
                "blocking partner.",
-    "reference": "the rule-based reference player (computer_env/realtimegym/reference.py) "
+    "reference": "the rule-based reference player (computer_env/realtimegym/players/reference.py) "
                  "in turn pacing.",
     "made_by": "scripts/realtimegym_expert.py",
 }

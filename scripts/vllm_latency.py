@@ -31,8 +31,8 @@ from PIL import Image, ImageDraw
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from fixtures.cases.endpoints import Endpoint, list_models  # noqa: E402
-from fixtures.cases.vllm_serve import VllmServers  # noqa: E402
+from fixtures.cases.models.endpoints import Endpoint, list_models  # noqa: E402
+from fixtures.cases.models.vllm_serve import VllmServers  # noqa: E402
 from holo_agent import HoloComputerAgent, parse_step  # noqa: E402
 from holo_agent.client import ChatClient  # noqa: E402
 from holo_agent.conversation import Conversation  # noqa: E402

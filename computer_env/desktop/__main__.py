@@ -17,7 +17,7 @@ import sys
 import threading
 from types import FrameType
 
-from computer_env.desktop.providers.local import LocalSandboxProvider
+from computer_env.desktop.providers.local.provider import LocalSandboxProvider
 from computer_env.errors import ConfigurationError, InfraError
 
 

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 
 from computer_env.desktop.client import PYAUTOGUI_PREFIX, DesktopClient
-from computer_env.desktop.providers.local import LocalSandboxProvider
+from computer_env.desktop.providers.local.provider import LocalSandboxProvider
 from computer_env.procs import pss_kib
 
 _OSWORLD_CLICK = PYAUTOGUI_PREFIX + "pyautogui.click(200, 200)"

@@ -6,7 +6,7 @@ a checkout given with ``--osworld-root``), imported lazily, only when a task nee
 
 from computer_env.osworld.check import check_task_unplayed
 from computer_env.osworld.context import TaskContext, default_vars, substitute
-from computer_env.osworld.download import PrefetchResult, prefetch
+from computer_env.osworld.catalog.download import PrefetchResult, prefetch
 from computer_env.osworld.env import OSWorldComputerEnv
 from computer_env.osworld.errors import (
     EvaluatorUnsupported,
@@ -14,10 +14,15 @@ from computer_env.osworld.errors import (
     TaskLoadError,
     Unsupported,
 )
-from computer_env.osworld.evaluate import EvalResult, MetricDetail, ensure_supported, evaluate
-from computer_env.osworld.settle import wait_until_settled
-from computer_env.osworld.setup import SetupReport, StepTiming, run_setup
-from computer_env.osworld.tasks import (
+from computer_env.osworld.scoring.evaluate import (
+    EvalResult,
+    MetricDetail,
+    ensure_supported,
+    evaluate,
+)
+from computer_env.osworld.prepare.settle import wait_until_settled
+from computer_env.osworld.prepare.setup import SetupReport, StepTiming, run_setup
+from computer_env.osworld.catalog.tasks import (
     TASK_LISTS,
     Evaluator,
     SetupStep,
@@ -25,10 +30,9 @@ from computer_env.osworld.tasks import (
     builtin_smoke_ids,
     load_builtin_tasks,
     load_tasks,
-    needs_network,
-    task_markers,
 )
-from computer_env.osworld.upstream import osworld_source, upstream_available
+from computer_env.osworld.planning.markers import needs_network, task_markers
+from computer_env.osworld.upstream.loader import osworld_source, upstream_available
 
 __all__ = [
     "EvalResult", "Evaluator", "EvaluatorUnsupported", "MetricDetail",

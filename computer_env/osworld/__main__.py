@@ -13,8 +13,8 @@ import logging
 import sys
 from pathlib import Path
 
-from computer_env.osworld.download import prefetch
-from computer_env.osworld.plan_cli import add_plan_parser, load_args_tasks, run_plan
+from computer_env.osworld.catalog.download import prefetch
+from computer_env.osworld.planning.plan_cli import add_plan_parser, load_args_tasks, run_plan
 
 
 def main(argv: list[str] | None = None) -> int:

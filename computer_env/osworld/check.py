@@ -6,10 +6,10 @@ import logging
 from collections.abc import Callable
 
 from computer_env.osworld.context import TaskContext
-from computer_env.osworld.evaluate import EvalResult, evaluate
-from computer_env.osworld.settle import wait_until_settled
-from computer_env.osworld.setup import run_setup
-from computer_env.osworld.tasks import Task
+from computer_env.osworld.scoring.evaluate import EvalResult, evaluate
+from computer_env.osworld.prepare.settle import wait_until_settled
+from computer_env.osworld.prepare.setup import run_setup
+from computer_env.osworld.catalog.tasks import Task
 
 logger = logging.getLogger(__name__)
 

@@ -13,8 +13,8 @@ from computer_env.desktop.grabs import XServerGrabbed, released
 from computer_env.osworld.actions import describe, to_pyautogui
 from computer_env.osworld.code_action import run_code
 from computer_env.osworld.context import TaskContext
-from computer_env.osworld.settle import wait_until_settled
-from computer_env.osworld.tasks import Task
+from computer_env.osworld.prepare.settle import wait_until_settled
+from computer_env.osworld.catalog.tasks import Task
 
 logger = logging.getLogger(__name__)
 

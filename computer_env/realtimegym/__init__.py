@@ -11,7 +11,7 @@ from computer_env.realtimegym.backend import (
     make_realtimegym_backend,
     realtimegym_available,
 )
-from computer_env.realtimegym.bounds import (
+from computer_env.realtimegym.scores.bounds import (
     best_score,
     ceiling_score,
     expert_score,
@@ -20,10 +20,18 @@ from computer_env.realtimegym.bounds import (
 from computer_env.realtimegym.cases import SEED_INDEPENDENT, GameCase, all_cases
 from computer_env.realtimegym.clock import TurnClock
 from computer_env.realtimegym.env import GameComputerEnv
-from computer_env.realtimegym.games import GAMES, LOADS, MAX_TURNS, SEEDS, SPECS, GameSpec, game_spec
+from computer_env.realtimegym.games import (
+    GAMES,
+    LOADS,
+    MAX_TURNS,
+    SEEDS,
+    SPECS,
+    GameSpec,
+    game_spec,
+)
 from computer_env.realtimegym.keymap import action_to_key, key_to_action
 from computer_env.realtimegym.panel import PANEL_HEIGHT, Button, ControlPanel
-from computer_env.realtimegym.reference import ReferencePlayer
+from computer_env.realtimegym.players.reference import ReferencePlayer
 from computer_env.realtimegym.toy import ScriptedGame, toy_factory
 from computer_env.realtimegym.turns import Pacing, TurnRecord
 

@@ -13,7 +13,7 @@ Fields (EvoCUA's three, plus bookkeeping)::
 A bad file is a :class:`SyntheticTaskError` naming the file and the field, at load time: a
 setup step that would read a host file outside the task's folder or download from a host-local
 address is refused here by the rule the run refuses it with
-(:func:`computer_env.osworld.confine.check_task`).
+(:func:`computer_env.osworld.guards.confine.check_task`).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from pydantic import (BaseModel, ConfigDict, Field, ValidationError, field_valid
 from pydantic_core import PydanticCustomError
 
 from computer_env.osworld.builtin import SolutionFormatError, _check_step
-from computer_env.osworld.confine import ConfinementError, check_task
+from computer_env.osworld.guards.confine import ConfinementError, check_task
 
 EXAMPLES_DIR = Path(__file__).resolve().parent / "examples"
 

@@ -32,7 +32,7 @@ def builtin_solutions() -> dict[str, list[dict[str, Any]]]:
     """The built-in tasks' reference solutions keyed by instruction. Imported here, in the
     command, not by the endpoint itself: the task files belong to ``computer_env.osworld``."""
     from computer_env.osworld.builtin import load_solutions
-    from computer_env.osworld.tasks import load_builtin_tasks
+    from computer_env.osworld.catalog.tasks import load_builtin_tasks
 
     by_id = load_solutions()
     return {t.instruction: by_id[t.id] for t in load_builtin_tasks() if t.id in by_id}

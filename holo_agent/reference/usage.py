@@ -7,7 +7,7 @@ counts them (Qwen3.5: 16 px patches merged 2x2, one token per 32x32 px;
 scaled into the processor's pixel bounds keeping the aspect ratio), plus the
 ``<|vision_start|>`` and ``<|vision_end|>`` tokens. A 1920x1080 screenshot is 1920x1088 after
 the resize: 60 x 34 = 2040 tokens + 2, what vLLM itself counts for the tiny model of that family
-(``tests/harness/test_vllm_real.py``; this estimate used Qwen2.5-VL's 28 px until it was checked
+(``tests/harness/model/test_vllm_real.py``; this estimate used Qwen2.5-VL's 28 px until it was checked
 against a real server). The base64 text of the data URL is never counted as text. An image
 that cannot be decoded counts as the smallest image.
 """

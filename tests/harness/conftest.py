@@ -1,8 +1,14 @@
-"""Two things every harness test process needs.
+"""Three things every harness test process needs.
+
+- The shared helpers (``tests/harness/helpers``: ``polling``, ``xdesktop``, ``localdesk``,
+  ``suite``, ``audit_suite``, the chaos plugin, the scoring jobs...) are imported by bare name
+  from every folder (``from polling import wait_for``): their folder goes first on ``sys.path``
+  here, before any test module of any folder is imported. A child process that needs them gets
+  the same folder as ``PYTHONPATH`` (``tests/harness/helpers``).
 
 - ``scipy.stats`` (and so numpy) is imported once, up front: several tests run a suite
   in-process with ``pytester``, which unloads the modules a run imported, and numpy cannot be
-  imported a second time in one process (``fixtures.report.stats`` imports scipy only where it
+  imported a second time in one process (``fixtures.report.tables.stats`` imports scipy only where it
   computes, so that the suite's workers do not carry it).
 - ``--dist loadgroup`` (``make test``) keeps the tests marked ``xdist_group(NAME)`` on one
   worker (e.g. the real-vLLM tests, which share one server). pytest-xdist does that by
@@ -13,8 +19,15 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import pytest
 import scipy.stats  # noqa: F401
+
+HELPERS = Path(__file__).resolve().parent / "helpers"
+if str(HELPERS) not in sys.path:
+    sys.path.insert(0, str(HELPERS))
 
 
 @pytest.hookimpl(trylast=True)

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from computer_env.desktop.providers.registry import ProviderOptions
+    from computer_env.desktop.providers.options import ProviderOptions
 
 
 @dataclass(frozen=True)

@@ -19,15 +19,13 @@ _ACTING = frozenset({"/run_python", "/run_bash_script"})
 
 def create_app(config: ServerConfig) -> Flask:
     """Build the server app for ``config``; ``app.extensions['desktop_server']`` is its state."""
-    from computer_env.desktop.server import (
-        routes_a11y,
-        routes_exec,
-        routes_files,
-        routes_input,
-        routes_screen,
-        routes_verify,
-        routes_windows,
-    )
+    from computer_env.desktop.server.routes import a11y as routes_a11y
+    from computer_env.desktop.server.routes import commands as routes_exec
+    from computer_env.desktop.server.routes import files as routes_files
+    from computer_env.desktop.server.routes import input as routes_input
+    from computer_env.desktop.server.routes import screen as routes_screen
+    from computer_env.desktop.server.routes import verify as routes_verify
+    from computer_env.desktop.server.routes import windows as routes_windows
 
     app = Flask("computer_env.desktop.server", static_folder=None)
     app.json.sort_keys = False  # type: ignore[attr-defined]

@@ -45,7 +45,7 @@ def _read_token(path: Path | None) -> str | None:
 def _nest_pid() -> int | None:
     """The nest's init (env ``DESKTOP_NEST_PID``, set by the init script), read once at start:
     a later change of the environment cannot move the server's commands out of the nest."""
-    from computer_env.desktop.server.nest import PID_ENV
+    from computer_env.desktop.server.commands.nest import PID_ENV
 
     value = os.environ.pop(PID_ENV, "").strip()
     if not value:
@@ -73,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
         print("no token: pass --token-file or set DESKTOP_SERVER_TOKEN", file=sys.stderr)
         return 2
     os.environ.pop("DESKTOP_SERVER_TOKEN", None)  # children must not see it
-    from computer_env.desktop.server.verify_zygote import (
+    from computer_env.desktop.server.commands.verify_zygote import (
         RunnerGone,
         VerifierRunner,
         make_non_dumpable,
@@ -89,8 +89,8 @@ def main(argv: list[str] | None = None) -> int:
 
     nest_pid = _nest_pid()
     if nest_pid is not None:  # apps' pids (_NET_WM_PID, at-spi) are the nest's
-        from computer_env.desktop.server import appcpu
-        from computer_env.desktop.server.nest import proc_root
+        from computer_env.desktop.server.screen import appcpu
+        from computer_env.desktop.server.commands.nest import proc_root
 
         appcpu.PROC = proc_root(nest_pid)
         os.environ["DESKTOP_APP_PROC"] = appcpu.PROC
@@ -115,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
         except (OSError, RunnerGone, ValueError) as exc:  # the desktop still serves
             logger.warning("no verifier runner (verifiers fall back to /run_python): %s", exc)
     if config.extras:  # a grab of the X server is found and released (see xwatch.py)
-        from computer_env.desktop.server.xwatch import start_watch
+        from computer_env.desktop.server.x11.xwatch import start_watch
 
         state.xwatch = start_watch(config.display, nested=nest_pid is not None)
     logging.getLogger("werkzeug").setLevel(logging.WARNING)

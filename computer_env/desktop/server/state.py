@@ -11,13 +11,13 @@ from typing import TYPE_CHECKING
 from computer_env.procs import ChildProcesses
 
 if TYPE_CHECKING:
-    from computer_env.desktop.server.actions import ActionInterpreter
-    from computer_env.desktop.server.damage import DamageWatcher
-    from computer_env.desktop.server.recording import Recorder
-    from computer_env.desktop.server.screenshot import ScreenGrabber
-    from computer_env.desktop.server.verify_zygote import VerifierRunner
-    from computer_env.desktop.server.windows import XQueries
-    from computer_env.desktop.server.xwatch import XWatch
+    from computer_env.desktop.server.input.actions import ActionInterpreter
+    from computer_env.desktop.server.screen.damage import DamageWatcher
+    from computer_env.desktop.server.screen.recording import Recorder
+    from computer_env.desktop.server.screen.screenshot import ScreenGrabber
+    from computer_env.desktop.server.commands.verify_zygote import VerifierRunner
+    from computer_env.desktop.server.x11.windows import XQueries
+    from computer_env.desktop.server.x11.xwatch import XWatch
 
 logger = logging.getLogger(__name__)
 
@@ -44,7 +44,7 @@ class ServerState:
         self.procs: ChildProcesses
         """Every command run for set-up, evaluation or the agent (inside the nest if any)."""
         if config.nest_pid is not None:
-            from computer_env.desktop.server.nested import NestedProcesses
+            from computer_env.desktop.server.commands.nested import NestedProcesses
 
             self.procs = NestedProcesses(config.nest_pid, cwd=config.home)
         else:
@@ -68,7 +68,7 @@ class ServerState:
     def screen(self) -> "ScreenGrabber":
         with self._lock:
             if self._screen is None:
-                from computer_env.desktop.server.screenshot import ScreenGrabber
+                from computer_env.desktop.server.screen.screenshot import ScreenGrabber
 
                 self._screen = ScreenGrabber(self.config.display)
             return self._screen
@@ -77,7 +77,7 @@ class ServerState:
     def x(self) -> "XQueries":
         with self._lock:
             if self._xq is None:
-                from computer_env.desktop.server.windows import XQueries
+                from computer_env.desktop.server.x11.windows import XQueries
 
                 self._xq = XQueries(self.config.display)
             return self._xq
@@ -89,7 +89,10 @@ class ServerState:
             if self._damage is not None and not self._damage.alive:
                 self._damage, self._damage_tried = None, False  # the display went away
             if not self._damage_tried:
-                from computer_env.desktop.server.damage import DamageUnavailable, DamageWatcher
+                from computer_env.desktop.server.screen.damage import (
+                    DamageUnavailable,
+                    DamageWatcher,
+                )
 
                 self._damage_tried = True
                 try:
@@ -109,7 +112,7 @@ class ServerState:
     def actions(self) -> "ActionInterpreter":
         with self._lock:
             if self._actions is None:
-                from computer_env.desktop.server.actions import ActionInterpreter
+                from computer_env.desktop.server.input.actions import ActionInterpreter
 
                 self._actions = ActionInterpreter(self.procs, cwd=self.config.home)
             return self._actions
@@ -118,7 +121,7 @@ class ServerState:
     def recorder(self) -> "Recorder":
         with self._lock:
             if self._recorder is None:
-                from computer_env.desktop.server.recording import Recorder
+                from computer_env.desktop.server.screen.recording import Recorder
 
                 path = self.config.recording_path or Path("/tmp/desktop-recording.mp4")
                 self._recorder = Recorder(self.own, self.config.display, path)

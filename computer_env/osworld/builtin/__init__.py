@@ -2,7 +2,7 @@
 
 Layout (like OSWorld's ``evaluation_examples/``): ``test_all.json`` and ``test_smoke.json``
 (``{domain: [task ids]}``), ``examples/<domain>/<id>.json`` (task files), ``assets/`` (files and
-pages served by :class:`computer_env.osworld.assets.AssetServer`) and ``solutions/<id>.json``
+pages served by :class:`computer_env.osworld.catalog.assets.AssetServer`) and ``solutions/<id>.json``
 (one reference solution per task: a JSON list of Holo Steps) and ``solutions_code/<id>.json``
 (for a few tasks, a solution using the code tool, played with ``--code-actions``).
 """

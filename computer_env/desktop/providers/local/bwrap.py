@@ -1,0 +1,285 @@
+"""The command line and start script of one desktop session (sandboxed with bubblewrap or not).
+
+Inside the sandbox: ``/usr`` and ``/etc`` read-only, a tmpfs ``/home/user`` filled from the
+template, uid/gid 1000 ("user"), no capabilities, its own pid/ipc/uts (and, through the
+provider, network) namespaces, a size-capped tmpfs ``/tmp`` and ``/dev/shm``, the dpkg database visible read-only, and the programs of
+:mod:`.guest_tools` first on ``PATH``. Of the host's Python only what the server needs is visible,
+read-only: the virtual environment, its base interpreter and, of the ``computer_env`` package, only
+what :func:`guest_code` allows (its top-level modules, ``desktop`` and ``procs``). Nothing that
+bears an answer is there: not ``osworld`` (tasks, built-in solutions, oracles), not ``synthetic``
+(verifiers, reference solutions), and nothing else of the project (tests, results, caches).
+
+Only Xvfb and the guest server run at the sandbox's top level. Everything the agent can reach
+(session bus, openbox, at-spi, apps, every command the server runs) runs one level down, in the
+nest (:mod:`computer_env.desktop.server.commands.nest`): its own pid namespace and ``/proc``, where no
+further user namespaces can be made; from there nothing can see or signal Xvfb or the server.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import computer_env
+from computer_env.desktop.providers.guest import guest_chrome, guest_tools
+from computer_env.errors import ConfigurationError
+
+GUEST_UID = 1000
+GUEST_HOME = "/home/user"
+GUEST_RUN = "/run/desktop"  # the per-desktop state dir (token, init script), read-only
+GUEST_TEMPLATE = "/opt/desktop/home-template"
+GUEST_SERVER_PORT = 5000
+#: The subpackages of ``computer_env`` a desktop sees (with the package's top-level modules, the
+#: contract: base, errors, ...). Every other one is absent: ``osworld`` (tasks, built-in solutions,
+#: oracles), ``synthetic`` (verifiers, reference solutions), ``realtimegym``, and any added later.
+GUEST_SUBPACKAGES = ("desktop", "procs")
+
+# Sandboxed: everything the agent can reach (session bus, openbox, at-spi, apps, commands) runs
+# in the nest (DESKTOP_NEST: computer_env/desktop/server/commands/nest.py), where no process can see or
+# signal Xvfb or the server. Unsandboxed: all under one dbus-run-session, as one process tree.
+INIT_SCRIPT = r"""#!/bin/bash
+# One desktop session: Xvfb, the session (openbox, at-spi; in the nest when there is one), then
+# the guest server (exec'd, stays the leader).
+set -u
+wm_ready() { xprop -root _NET_SUPPORTING_WM_CHECK 2>/dev/null | grep -q 'window id'; }
+session() {
+    # D-Bus-activated programs (gnome-terminal-server, dconf, gvfs) need the display too
+    dbus-update-activation-environment DISPLAY >/dev/null 2>&1 &
+    # openbox sometimes fails to open a display that Xvfb has just announced: start it until it
+    # owns the screen (_NET_SUPPORTING_WM_CHECK on the root window), at most 5 tries of 5 s.
+    for _try in 1 2 3 4 5; do
+        $DESKTOP_GUARD openbox &
+        obpid=$!
+        for _i in $(seq 50); do
+            wm_ready && break 2
+            kill -0 "$obpid" 2>/dev/null || break
+            sleep 0.1
+        done
+        echo "openbox not ready (try $_try); starting it again" >&2
+        kill "$obpid" 2>/dev/null
+    done
+    wm_ready || { echo "openbox did not take the screen" >&2; return 94; }
+    # pc105's extra key (keycode 94, absent on US keyboards) carries `less` first, so pyautogui
+    # types "<" as shift+94 = ">": give it the comma key's symbols (then "<" is shift+comma)
+    xmodmap -e "keycode 94 = comma less comma less" 2>/dev/null || echo "xmodmap failed" >&2
+    $DESKTOP_GUARD /usr/libexec/at-spi-bus-launcher --launch-immediately >/dev/null 2>&1 &
+    return 0
+}
+if [ "${1:-}" = nest ]; then  # inside the nest (started by its init): bus, display, session
+    exec 7>"$2"
+    dbus-daemon --config-file="$DESKTOP_BUS_CONFIG" --fork --nopidfile >/dev/null \
+        || { echo "the session bus did not start" >&2; echo 95 >&7; exit 95; }
+    for _i in $(seq 3000); do [ -s "$DESKTOP_SCRATCH/display" ] && break; sleep 0.01; done
+    DISPLAY=$(cat "$DESKTOP_SCRATCH/display" 2>/dev/null) && export DISPLAY
+    session; rc=$?
+    echo "$rc" >&7
+    exit "$rc"
+fi
+cp -r "$DESKTOP_HOME_TEMPLATE/." "$HOME/" || exit 90
+mkdir -p "$DESKTOP_SCRATCH" && cd "$HOME" || exit 91
+if [ ! -d /tmp/.X11-unix ]; then mkdir -m 1777 /tmp/.X11-unix 2>/dev/null; fi
+fifo="$DESKTOP_SCRATCH/xready.$$"
+rm -f "$fifo"; mkfifo "$fifo" || exit 92
+$DESKTOP_GUARD Xvfb $DESKTOP_DISPLAY -screen 0 "${DESKTOP_WIDTH}x${DESKTOP_HEIGHT}x24" \
+    -nolisten tcp -dpi 96 -extension GLX -displayfd 5 5>"$fifo" &
+xpid=$!
+if [ -n "${DESKTOP_NEST:-}" ]; then  # started while Xvfb starts; waits for its display
+    ready="$DESKTOP_SCRATCH/nest.$$"
+    mkfifo "$ready" && exec 6<>"$ready" || exit 92
+    "$DESKTOP_PYTHON" -I -S "$DESKTOP_NEST" "$DESKTOP_SCRATCH/nest.pid" /bin/bash "$0" nest \
+        "$ready" || { echo "the nest did not start" >&2; exit 96; }
+fi
+if ! read -r -t 30 dnum <"$fifo"; then
+    echo "Xvfb did not report a display within 30 s" >&2
+    kill "$xpid" 2>/dev/null; exit 93
+fi
+rm -f "$fifo"
+export DISPLAY=":$dnum"
+echo "$DISPLAY" >"$DESKTOP_SCRATCH/display.tmp" && mv "$DESKTOP_SCRATCH/display.tmp" \
+    "$DESKTOP_SCRATCH/display"
+if [ -n "${DESKTOP_NEST:-}" ]; then
+    read -r -t 60 -u 6 rc || { echo "the nest's session did not start within 60 s" >&2; exit 96; }
+    [ "$rc" = 0 ] || exit "$rc"
+    DESKTOP_NEST_PID=$(cat "$DESKTOP_SCRATCH/nest.pid") && export DESKTOP_NEST_PID || exit 96
+    rm -f "$ready"
+else
+    session || exit $?
+fi
+exec "$DESKTOP_PYTHON" -m computer_env.desktop.server --host "$DESKTOP_SERVER_HOST" \
+    --port "$DESKTOP_SERVER_PORT" --token-file "$DESKTOP_TOKEN_FILE"
+"""
+
+PASSWD = ("root:x:0:0:root:/root:/usr/sbin/nologin\n"
+          f"user:x:{GUEST_UID}:{GUEST_UID}:user:{GUEST_HOME}:/bin/bash\n"
+          "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n")
+GROUP = f"root:x:0:\nuser:x:{GUEST_UID}:\nnogroup:x:65534:\n"
+
+
+def session_env(*, width: int, height: int, home: str, template: str, token_file: str,
+                scratch: str, host: str, port: int, display: str,
+                guard: str = "", tools_bin: str = guest_tools.GUEST_TOOLS) -> dict[str, str]:
+    """Environment of the session (the same keys sandboxed and unsandboxed)."""
+    return {
+        # The server's interpreter first: OSWorld runs actions as `python -c "import pyautogui"`;
+        # then the desktop's own programs (google-chrome, sudo: see guest_tools).
+        "PATH": (f"{Path(python_executable()).parent}:{tools_bin}:/usr/local/bin:/usr/bin:/bin:"
+                 "/usr/sbin:/sbin"),
+        "HOME": home, "USER": "user", "LOGNAME": "user", "SHELL": "/bin/bash",
+        "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "TERM": "xterm-256color",
+        "XDG_SESSION_TYPE": "x11", "XDG_CURRENT_DESKTOP": "openbox",
+        "SAL_USE_VCLPLUGIN": "gtk3", "GTK_MODULES": "gail:atk-bridge",
+        "GNOME_ACCESSIBILITY": "1", "QT_ACCESSIBILITY": "1", "ACCESSIBILITY_ENABLED": "1",
+        "NO_AT_BRIDGE": "0", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1",
+        "DESKTOP_WIDTH": str(width), "DESKTOP_HEIGHT": str(height),
+        "DESKTOP_HOME_TEMPLATE": template, "DESKTOP_TOKEN_FILE": token_file,
+        "DESKTOP_SCRATCH": scratch, "DESKTOP_SERVER_HOST": host,
+        "DESKTOP_SERVER_PORT": str(port), "DESKTOP_DISPLAY": display,
+        "DESKTOP_PYTHON": python_executable(), "DESKTOP_GUARD": guard,
+    }
+
+
+def python_executable() -> str:
+    """The interpreter that runs the guest server (this process's, venv path kept)."""
+    return str(Path(sys.prefix, "bin", "python")) if sys.prefix != sys.base_prefix \
+        else sys.executable
+
+
+def python_binds() -> list[Path]:
+    """Host paths the server's Python needs: venv, base interpreter, the ``computer_env`` tree."""
+    paths = {Path(sys.base_prefix).resolve(), Path(sys.prefix)}
+    exe = Path(sys.executable).resolve()
+    if not any(exe.is_relative_to(p) for p in paths):
+        paths.add(exe.parent.parent)
+    paths.add(package_dir())
+    system = [Path(p) for p in ("/usr", "/etc")]
+    return sorted(p for p in paths if not any(p.is_relative_to(s) for s in system))
+
+
+def package_dir() -> Path:
+    """The ``computer_env`` package folder on this host."""
+    return Path(computer_env.__file__).resolve().parent
+
+
+def guest_code(pkg: Path | None = None) -> list[str]:
+    """What of the ``computer_env`` folder ``pkg`` a desktop may see (names inside it): its
+    top-level modules and :data:`GUEST_SUBPACKAGES`. The local sandbox binds only these; the
+    Docker image (``docker/build-image.sh``) copies only these."""
+    pkg = pkg or package_dir()
+    return sorted(p.name for p in pkg.iterdir()
+                  if (p.is_file() and p.suffix == ".py")
+                  or (p.is_dir() and p.name in GUEST_SUBPACKAGES))
+
+
+def find_bwrap(path: str | None = None) -> str:
+    """The bubblewrap binary, or ConfigurationError explaining how to get one."""
+    found = shutil.which("bwrap", path=path)
+    if not found:
+        raise ConfigurationError(
+            "bubblewrap (`bwrap`) is not on PATH: the local desktop sandbox needs it "
+            "(Debian/Ubuntu: apt-get install bubblewrap). To run the desktop WITHOUT a sandbox "
+            "(the agent's actions then run on this host), pass "
+            "LocalSandboxProvider(unsandboxed=True) explicitly.")
+    return found
+
+
+@dataclass(frozen=True)
+class SandboxLayout:
+    """Host paths bound into one sandbox."""
+
+    state_dir: Path  # per desktop: token, passwd, group, init.sh (bound read-only at GUEST_RUN)
+    template: Path   # the home template (read-only at GUEST_TEMPLATE)
+    tools: Path      # guest_tools.ensure_tools(): bin/, applications/
+    chrome: Path | None = None  # guest_chrome.ensure_chrome_dir(): Chromium named "chrome"
+    tmp_bytes: int = 512 * 1024 * 1024  # size of /tmp and of /dev/shm
+
+
+def write_state(state_dir: Path, token: str) -> None:
+    """Populate ``state_dir`` with the token, passwd/group and the init script."""
+    state_dir.mkdir(parents=True, exist_ok=True)
+    (state_dir / "passwd").write_text(PASSWD)
+    (state_dir / "group").write_text(GROUP)
+    (state_dir / "init.sh").write_text(INIT_SCRIPT)
+    (state_dir / "session.conf").write_text(guest_tools.session_bus_config(GUEST_UID))
+    token_file = state_dir / "token"
+    token_file.touch(mode=0o600)
+    token_file.write_text(token)
+
+
+def staged_python_binds(stage_root: Path) -> dict[Path, Path]:
+    """Map each of :func:`python_binds` to an empty mount point under ``stage_root``.
+
+    The session's launcher bind-mounts the real directory there in a private mount namespace
+    (see ``computer_env.procs.spawn(binds=...)``), because the sandbox's unprivileged uid could
+    not traverse e.g. ``/root`` to reach it; bwrap then binds the staged path to the original.
+    """
+    staged: dict[Path, Path] = {}
+    for i, path in enumerate(python_binds()):
+        point = stage_root / f"bind-{i}"
+        point.mkdir(mode=0o755, parents=True, exist_ok=True)
+        staged[path] = point
+    return staged
+
+
+def bwrap_argv(bwrap: str, layout: SandboxLayout, *, width: int, height: int,
+               info_fd: int, staged: dict[Path, Path]) -> list[str]:
+    """The full ``bwrap ... bash init.sh`` command line."""
+    env = session_env(width=width, height=height, home=GUEST_HOME, template=GUEST_TEMPLATE,
+                      token_file=f"{GUEST_RUN}/token", scratch="/tmp/.desktop",
+                      host="0.0.0.0", port=GUEST_SERVER_PORT, display=":0")
+    argv = [bwrap, "--unshare-user", "--uid", str(GUEST_UID), "--gid", str(GUEST_UID),
+            "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+            "--hostname", "desktop", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
+            "--info-fd", str(info_fd),
+            "--ro-bind", "/usr", "/usr", "--ro-bind", "/etc", "/etc"]
+    for name in ("bin", "lib", "lib32", "lib64", "libx32", "sbin"):
+        target = Path("/", name)
+        if target.is_symlink():
+            argv += ["--symlink", str(target.readlink()), f"/{name}"]
+        elif target.is_dir():
+            argv += ["--ro-bind", str(target), f"/{name}"]
+    argv += ["--ro-bind", str(layout.state_dir / "passwd"), "/etc/passwd",
+             "--ro-bind", str(layout.state_dir / "group"), "/etc/group",
+             "--dev", "/dev", "--size", str(layout.tmp_bytes), "--tmpfs", "/dev/shm",
+             "--proc", "/proc", "--size", str(layout.tmp_bytes), "--tmpfs", "/tmp",
+             "--tmpfs", "/run", "--tmpfs", "/var", "--dir", "/var/tmp",
+             "--ro-bind-try", "/var/cache/fontconfig", "/var/cache/fontconfig",
+             "--ro-bind-try", "/var/lib/dbus", "/var/lib/dbus",
+             # the package database (`apt list --installed`, `dpkg -l`), read-only
+             "--ro-bind-try", "/var/lib/dpkg", "/var/lib/dpkg",
+             "--ro-bind-try", "/var/lib/apt", "/var/lib/apt",
+             "--ro-bind-try", "/var/cache/apt", "/var/cache/apt",
+             "--ro-bind", str(layout.tools / "bin"), guest_tools.GUEST_TOOLS,
+             "--ro-bind", str(layout.tools / "applications"), "/usr/share/applications",
+             "--ro-bind-try", str(layout.tools / "python"), guest_tools.GUEST_PYTHON_DIR,
+             "--perms", "0700", "--dir", f"/run/user/{GUEST_UID}",
+             "--tmpfs", "/home", "--dir", GUEST_HOME,
+             "--ro-bind", str(layout.template), GUEST_TEMPLATE,
+             "--ro-bind", str(layout.state_dir), GUEST_RUN]
+    if layout.chrome is not None:
+        argv += ["--ro-bind", str(layout.chrome), guest_chrome.GUEST_CHROME_DIR]
+    pkg = package_dir()
+    for path, point in staged.items():
+        if path != pkg:
+            argv += ["--ro-bind", str(point), str(path)]
+    # an allow-list: an empty folder, then only the guest's part of the package (from its staged
+    # mount point, or as it is where it lies under /usr)
+    source = staged.get(pkg, pkg)
+    argv += ["--tmpfs", str(pkg)]
+    for name in guest_code(pkg):
+        argv += ["--ro-bind", str(source / name), str(pkg / name)]
+    argv += ["--clearenv"]
+    env["XDG_RUNTIME_DIR"] = f"/run/user/{GUEST_UID}"
+    # `pip install` as on Ubuntu: into the user's site-packages, importable (guest_tools)
+    env["PYTHONPATH"] = guest_tools.GUEST_PYTHON_DIR
+    env["PIP_TARGET"] = guest_tools.user_site(GUEST_HOME)
+    env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
+    # the nest (made by the init script) and its session bus, whose address the server knows
+    env["DESKTOP_NEST"] = str(package_dir() / "desktop" / "server" / "commands" / "nest.py")
+    env["DESKTOP_BUS_CONFIG"] = f"{GUEST_RUN}/session.conf"
+    env["DBUS_SESSION_BUS_ADDRESS"] = f"unix:path=/run/user/{GUEST_UID}/bus"
+    for key, value in env.items():
+        argv += ["--setenv", key, value]
+    argv += ["--chdir", GUEST_HOME, "/bin/bash", f"{GUEST_RUN}/init.sh"]
+    return argv

@@ -1,0 +1,138 @@
+"""``--setup-ahead`` end to end: child ``pytest tests/osworld`` runs on real local desktops with
+the real reference endpoint. A case set up ahead scores as one set up at its start; a set-up
+ahead that fails is the next case's (its rerun), never the current one's; an interrupt in the
+middle of a prepared case leaves nothing behind, and ``--lf`` and ``--resume`` behave as after
+any interrupt."""
+
+from __future__ import annotations
+
+import json
+import signal
+import uuid
+from pathlib import Path
+
+import pytest
+
+from polling import wait_for
+from tests.harness.helpers.suite import (
+    ROOT,
+    first_smoke_tasks,
+    kill_group,
+    run_suite,
+    run_tree,
+    start_suite,
+    still_alive,
+    task_list_file,
+)
+
+pytestmark = pytest.mark.desktop
+
+AHEAD = ("--spare-desktop", "on", "--setup-ahead", "on", "-n0")
+CHAOS_ENV = {"PYTHONPATH": str(ROOT / "tests" / "harness" / "helpers")}
+
+
+def _three(tmp_path: Path) -> tuple[Path, list[str]]:
+    """Three smoke tasks (no Chrome: the quickest) in collection order: the task file and
+    their case ids."""
+    tasks = first_smoke_tasks(3, exclude_domains=("chrome",))
+    assert len(tasks) == 3
+    return task_list_file(tmp_path, tasks), [f"{d}/{ids[0]}" for d, ids in tasks.items()]
+
+
+def _order(run_output: str) -> list[str]:
+    """Case ids in the order the collect-only listing shows them."""
+    return [line.split("[", 1)[1].rstrip("]") for line in run_output.splitlines()
+            if "test_osworld[" in line]
+
+
+def test_cases_set_up_ahead_score_and_say_so(tmp_path: Path) -> None:
+    task_file, _ = _three(tmp_path)
+    run = run_suite(tmp_path, "ahead", "--task-list", str(task_file), "--order", "collected",
+                    *AHEAD)
+    assert run.rc == 0, run.output[-3000:]
+    results = run.results()
+    assert {r["outcome"] for r in results.values()} == {"passed"}
+    ahead = [cid for cid, r in results.items() if r["timings"].get("prepared_ahead")]
+    assert len(ahead) == 2, results  # every case but the first
+    for cid in ahead:
+        t = results[cid]["timings"]
+        assert t["setup_s"] is not None and t["settle_s"] is not None, t  # its set-up's times
+        assert t["setup_wait_s"] < t["setup_s"] + t["settle_s"], t
+    path = run.summary["harness"]["critical_path"]
+    assert path["prepared_ahead"] == 2 and path["cases"] == 3 and path["ratio"] > 0
+    assert "critical path: wall-clock" in run.output and "2 of 3 cases set up ahead" in run.output
+
+
+def _three_in_order(tmp_path: Path) -> tuple[Path, list[str], list[str]]:
+    """The three tasks' file, their ids, and the order the suite runs them in."""
+    task_file, ids = _three(tmp_path)
+    listing = run_suite(tmp_path, "order", "--task-list", str(task_file), "--order",
+                        "collected", "--collect-only")
+    return task_file, ids, _order(listing.output)
+
+
+def test_a_failed_set_up_ahead_is_the_next_cases_rerun_not_the_current_cases(
+        tmp_path: Path) -> None:
+    task_file, ids, (first, second, third) = _three_in_order(tmp_path)
+    env = {**CHAOS_ENV, "CHAOS_AHEAD_SETUP_FAIL": second.split("/", 1)[1]}
+    run = run_suite(tmp_path, "fail", "--task-list", str(task_file), "--order", "collected",
+                    "-p", "chaos", "--infra-rerun-delay", "0", *AHEAD, env=env)
+    assert run.rc == 0, run.output[-3000:]
+    results = run.results()
+    assert {cid: r["outcome"] for cid, r in results.items()} == dict.fromkeys(ids, "passed")
+    assert results[first]["attempts"] == 1 and results[first]["earlier_attempts"] == []
+    failed = results[second]["earlier_attempts"]
+    assert results[second]["attempts"] == 2 and len(failed) == 1, results[second]
+    assert failed[0]["outcome"] == "unscored" and failed[0]["infra_category"] == "setup"
+    assert not results[second]["timings"].get("prepared_ahead")  # its rerun set itself up
+    assert results[third]["attempts"] == 1 and results[third]["timings"]["prepared_ahead"]
+
+
+def test_an_interrupt_in_a_prepared_case_leaves_nothing_and_resume_finishes(
+        tmp_path: Path) -> None:
+    task_file, ids, (first, second, third) = _three_in_order(tmp_path)
+    tag = uuid.uuid4().hex
+    cache = ("-o", f"cache_dir={tmp_path / 'pytest-cache'}")
+    log = tmp_path / "child.log"
+    # the model answers after 1 s: the second case (itself set up ahead) plays while the
+    # third is set up ahead; the interrupt comes then
+    child = start_suite(tmp_path, "intr", "--task-list", str(task_file), "--order",
+                        "collected", "--reference-faults", "delay=1", *cache, *AHEAD,
+                        "-o", "log_cli=true", "--log-cli-level=INFO",
+                        env={"HOLO_TEST_TAG": tag}, log=log)
+    seen: dict[tuple[int, int], str] = {}
+    third_ahead = f"set up {third.split('/', 1)[1]}/intr-attempt-1 ahead"
+    try:
+        wait_for(lambda: seen.update(run_tree(tag)) or third_ahead in log.read_text(),
+                 "the third case to be set up ahead while the second plays", 300,
+                 interval=0.2)
+        results = {json.loads(p.read_text())["case_id"]
+                   for p in (tmp_path / "intr").rglob("result.json")}
+        assert results == {first}, "the interrupt must come while the second case plays"
+        kill_group(child, signal.SIGINT)  # Ctrl-C reaches the whole foreground group
+        wait_for(lambda: seen.update(run_tree(tag)) or child.poll() is not None,
+                 "the run to stop on Ctrl-C", 120)
+    finally:
+        kill_group(child)
+    output = log.read_text()
+    wait_for(lambda: not still_alive(seen), "every process of the run to end", 30,
+             interval=0.2)
+    assert any(c.startswith("Xvfb") for c in seen.values()), seen
+    on_disk = {json.loads(p.read_text())["case_id"]
+               for p in (tmp_path / "intr").rglob("result.json")}
+    assert third not in on_disk, output[-3000:]
+    work = tmp_path / ".cache" / "tasks" / third.split("/", 1)[1]
+    assert not list(work.glob("intr*")), "the prepared case's work folder was left behind"
+    # --lf: nothing failed before the interrupt, so it selects every case (as after any)
+    again = run_suite(tmp_path, "lf", "--task-list", str(task_file), *cache, "--lf",
+                      "--collect-only")
+    assert sorted(_order(again.output)) == sorted(ids), again.output[-3000:]
+    kept = {p: p.stat().st_mtime_ns for p in (tmp_path / "intr").rglob("result.json")
+            if json.loads(p.read_text())["outcome"] == "passed"}
+    assert kept, output[-3000:]
+    resumed = run_suite(tmp_path, "intr", "--task-list", str(task_file), "--resume", *AHEAD)
+    assert resumed.rc == 0, resumed.output[-3000:]
+    for p, mtime in kept.items():
+        assert p.stat().st_mtime_ns == mtime, f"{p} was run again"
+    assert {cid: r["outcome"] for cid, r in resumed.results().items()} == dict.fromkeys(
+        ids, "passed")
