@@ -82,6 +82,10 @@ def test_system_folders_written_inside_stay_inside(desk: tuple[DockerProvider, A
                                  "getent passwd charles")
     assert "No such file" in outside and outside.count("No such file") == 2, outside
     assert "charles:" in outside  # /etc is shared (users, sudoers): as on OSWorld's VM
+    # the server's file routes read what the nest sees (what a getter must score)
+    assert client.read_file("/opt/venv/planted.py") == b"planted\n"
+    names = [c["name"] for c in client.list_directory("/opt/venv")["children"]]
+    assert "planted.py" in names and "bin" in names, names
     # what the agent's user writes to its home is what the server reads
     assert _inside(client, "echo mine > ~/mine.txt")[0] == 0
     assert client.read_file("/home/user/mine.txt") == b"mine\n"

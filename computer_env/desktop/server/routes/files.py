@@ -25,15 +25,26 @@ logger = logging.getLogger(__name__)
 bp = Blueprint("files", __name__)
 
 
+def _as_seen_inside(path: str) -> Path:
+    """``path`` as the desktop's programs see it: through the nest's root when there is one
+    (the Docker nest has its own copy of ``/usr``, ``/opt``, ``/var``: what root installed or
+    wrote there inside is what a getter must read), else as it is."""
+    nest_pid = state().config.nest_pid
+    absolute = os.path.abspath(path)
+    return Path(f"/proc/{nest_pid}/root{absolute}") if nest_pid is not None else Path(absolute)
+
+
 @bp.post("/file")
 def get_file() -> Response | tuple[Response, int]:
     """OSWorld: form ``file_path`` -> the file's bytes, 404 when absent."""
-    path = Path(expand_path(field_str(body(), "file_path") or ""))
+    named = expand_path(field_str(body(), "file_path") or "")
+    path = _as_seen_inside(named)
     if path.is_dir():
-        raise bad_request(f"field 'file_path' names a directory: {path}")
+        raise bad_request(f"field 'file_path' names a directory: {named}")
     if not path.is_file():
-        return error_response(404, f"File not found: {path}")
-    return send_file(path, as_attachment=True, download_name=path.name, max_age=0, conditional=False, etag=False)
+        return error_response(404, f"File not found: {named}")
+    return send_file(path, as_attachment=True, download_name=path.name, max_age=0,
+                     conditional=False, etag=False)
 
 
 @bp.post("/setup/upload")
@@ -92,10 +103,14 @@ def _tree(directory: str) -> dict[str, Any]:
 @bp.post("/list_directory")
 def list_directory() -> Response:
     """OSWorld: ``{path}`` -> ``{"directory_tree": {type, name, children}}``."""
-    path = expand_path(field_str(body(), "path") or "")
-    if not os.path.isdir(path):
-        raise bad_request(f"field 'path' is not a directory: {path}")
-    return jsonify({"directory_tree": _tree(path)})
+    named = expand_path(field_str(body(), "path") or "")
+    path = str(_as_seen_inside(named))
+    if not named or not os.path.isdir(path):
+        raise bad_request(f"field 'path' is not a directory: {named}")
+    tree = _tree(path)
+    if "name" in tree:
+        tree["name"] = os.path.basename(os.path.abspath(named))
+    return jsonify({"directory_tree": tree})
 
 
 @bp.post("/desktop_path")
