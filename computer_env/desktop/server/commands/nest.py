@@ -47,7 +47,7 @@ def _init(argv: Sequence[str]) -> None:
     libc = ctypes.CDLL(None, use_errno=True)
     check_rc(libc.mount(b"none", b"/", None, _MS_REC | _MS_PRIVATE, None), "private /")
     check_rc(libc.mount(b"proc", b"/proc", b"proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, None),
-           "mount /proc")
+             "mount /proc")
     write_file("/proc/sys/user/max_user_namespaces", "0")
     exec_reaper(argv)
 

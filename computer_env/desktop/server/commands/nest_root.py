@@ -74,7 +74,7 @@ def _mount(libc: ctypes.CDLL, source: str | None, target: str, fstype: str | Non
            data: str | None = None) -> None:
     enc = (lambda s: s.encode() if s is not None else None)
     check_rc(libc.mount(enc(source), enc(target), enc(fstype), flags, enc(data)),
-           f"mount {target}")
+             f"mount {target}")
 
 
 def _submounts(folder: str) -> list[str]:
