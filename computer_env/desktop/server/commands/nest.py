@@ -23,7 +23,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWPID = 0x00020000, 0x10000000, 0x20000000
 _MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_REC, _MS_PRIVATE = 0x2, 0x4, 0x8, 0x4000, 0x40000
@@ -110,17 +110,24 @@ def main(argv: Sequence[str]) -> int:
     write_file("/proc/self/setgroups", "deny")
     write_file("/proc/self/uid_map", f"{uid} {uid} 1\n")
     write_file("/proc/self/gid_map", f"{gid} {gid} 1\n")
+    fork_init(lambda: _init(command), pidfile)
+    return 0
+
+
+def fork_init(init: Callable[[], None], pidfile: str) -> None:
+    """Fork the nest's init (pid 1 of the new pid namespace), which runs ``init`` (it does not
+    return unless it fails: reported, then the nest is gone); write its pid, as this side sees
+    it, to ``pidfile``."""
     pid = os.fork()
     if pid == 0:
         try:
-            _init(command)
+            init()
         except BaseException as exc:  # noqa: BLE001 - reported, then the nest is gone
             print(f"nest init failed: {exc}", file=sys.stderr)
         os._exit(1)
     tmp = f"{pidfile}.tmp"
     write_file(tmp, f"{pid}\n")
     os.replace(tmp, pidfile)
-    return 0
 
 
 #: capability names as setpriv spells them, by number
@@ -139,10 +146,15 @@ def maps_root(nest_pid: int) -> bool:
         return any(line.split()[0] == "0" for line in f if line.strip())
 
 
+def bounding_set() -> int:
+    """This process's capability bounding set, as a mask."""
+    with open("/proc/self/status", encoding="ascii") as f:
+        return int(next(x for x in f if x.startswith("CapBnd:")).split()[1], 16)
+
+
 def bounding_spec() -> str:
     """This process's capability bounding set as setpriv's ``--bounding-set`` argument."""
-    with open("/proc/self/status", encoding="ascii") as f:
-        mask = int(next(x for x in f if x.startswith("CapBnd:")).split()[1], 16)
+    mask = bounding_set()
     return ",".join(["-all"] + [f"+{name}" for n, name in enumerate(CAP_NAMES) if mask >> n & 1])
 
 

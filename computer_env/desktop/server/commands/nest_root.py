@@ -36,8 +36,10 @@ from computer_env.desktop.server.commands.nest import (
     CLONE_NEWNS,
     CLONE_NEWPID,
     CLONE_NEWUSER,
+    bounding_set,
     check_rc,
     exec_reaper,
+    fork_init,
     write_file,
 )
 
@@ -122,13 +124,6 @@ def _mask_proc(libc: ctypes.CDLL) -> None:
             _read_only(libc, path)
 
 
-def bounding_set() -> int:
-    """This process's capability bounding set (the container's: Docker's default set)."""
-    with open("/proc/self/status", encoding="ascii") as f:
-        line = next(x for x in f if x.startswith("CapBnd:"))
-    return int(line.split()[1], 16)
-
-
 def _limit_capabilities(libc: ctypes.CDLL, allowed: int) -> None:
     """Drop from the bounding set every capability outside ``allowed``: a new user namespace
     starts with the full set, so without this root inside (sudo) would get ``CAP_SYS_ADMIN``
@@ -195,16 +190,7 @@ def make(uid: int, gid: int, pidfile: str, command: Sequence[str]) -> int:
             os.write(unshared_w, b"1")
             if os.read(mapped_r, 1) != b"1":
                 os._exit(1)
-            init = os.fork()
-            if init == 0:
-                try:
-                    _init(command, allowed)
-                except BaseException as exc:  # noqa: BLE001 - reported, then the nest is gone
-                    print(f"nest init failed: {exc}", file=sys.stderr)
-                os._exit(1)
-            tmp = f"{pidfile}.tmp"
-            write_file(tmp, f"{init}\n")
-            os.replace(tmp, pidfile)
+            fork_init(lambda: _init(command, allowed), pidfile)
             os._exit(0)
         except BaseException as exc:  # noqa: BLE001
             print(f"nest: {exc}", file=sys.stderr)
