@@ -55,12 +55,28 @@ def _cpu_seconds(pids: list[int]) -> dict[int, float]:
     return times
 
 
-def _usage(provider: LocalSandboxProvider, seconds: float) -> float:
-    """CPUs used by the desktop's processes over ``seconds`` (processes alive throughout)."""
+def _usage_by_pid(provider: LocalSandboxProvider, seconds: float) -> dict[int, float]:
+    """CPUs used by each of the desktop's processes over ``seconds`` (those alive throughout)."""
     before, t0 = _cpu_seconds(provider.pids()), time.monotonic()
     time.sleep(seconds)  # the measuring window itself, not a wait for a state
     after, t1 = _cpu_seconds(list(before)), time.monotonic()
-    return sum(after[p] - before[p] for p in after) / (t1 - t0)
+    return {p: (after[p] - before[p]) / (t1 - t0) for p in after}
+
+
+def _usage(provider: LocalSandboxProvider, seconds: float) -> float:
+    """CPUs used by the desktop's processes over ``seconds``."""
+    return sum(_usage_by_pid(provider, seconds).values())
+
+
+def _names(by_pid: dict[int, float]) -> str:
+    """``name(pid)=CPUs`` for the busiest processes, for a failure message."""
+    def name(pid: int) -> str:
+        try:
+            return psutil.Process(pid).name()
+        except psutil.Error:
+            return "?"
+    top = sorted(by_pid.items(), key=lambda kv: -kv[1])[:8]
+    return ", ".join(f"{name(p)}({p})={u:.3f}" for p, u in top)
 
 
 def test_default_and_bad_values(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -103,11 +119,15 @@ def test_busy_loops_get_at_most_the_limit() -> None:
                          ">/dev/null 2>&1 & done")
         wait_for(lambda: _cpu_seconds(provider.pids()) and _usage(provider, 0.5) > 0.02,
                  "the busy loops to run", timeout=30)
-        used = _usage(provider, 5.0)
+        by_pid = _usage_by_pid(provider, 5.0)
+        used = sum(by_pid.values())
+        stat = (cpu_dir / "cpu.stat").read_text()
         # CFS enforces the quota per 100 ms period; allow for accounting slack
-        assert used <= 0.25 * 1.3 + 0.03, f"the desktop used {used:.2f} CPUs (limit 0.25)"
-        throttled = (cpu_dir / "cpu.stat").read_text()
-        assert "nr_throttled" in throttled
-        assert provider.is_alive()  # a throttled desktop still answers
+        assert used <= 0.25 * 1.3 + 0.03, (
+            f"the desktop used {used:.2f} CPUs (limit 0.25): {_names(by_pid)}; "
+            f"{cpu_dir}/cpu.stat: {stat.split()}")
+        assert "nr_throttled" in stat
+        # a throttled desktop still answers
+        assert provider.is_alive(), f"the throttled desktop did not answer; {stat.split()}"
     finally:
         provider.close()

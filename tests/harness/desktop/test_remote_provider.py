@@ -3,6 +3,7 @@ and OSWorldCloudProvider's error path and adapter."""
 
 from __future__ import annotations
 
+import importlib
 import os
 import secrets
 import shutil
@@ -22,6 +23,32 @@ from computer_env.procs import kill_group, spawn
 from polling import wait_for
 
 ROOT = Path(__file__).resolve().parents[3]
+
+
+def _desktop_env_modules() -> dict[str, object]:
+    return {m: mod for m, mod in sys.modules.items()
+            if m == "desktop_env" or m.startswith("desktop_env.")}
+
+
+@pytest.fixture
+def own_desktop_env() -> Iterator[None]:
+    """The test imports its own ``desktop_env`` (a test double or none): the modules loaded before
+    are hidden, and afterwards exactly they are back, with none the test loaded left behind (a
+    double left in ``sys.modules`` would be every later test's OSWorld in this worker)."""
+    from computer_env.osworld.upstream.loader import upstream_available
+
+    before = _desktop_env_modules()
+    for name in before:
+        del sys.modules[name]
+    upstream_available.cache_clear()
+    try:
+        yield
+    finally:
+        for name in _desktop_env_modules():
+            del sys.modules[name]
+        sys.modules.update(before)  # type: ignore[arg-type]
+        importlib.invalidate_caches()
+        upstream_available.cache_clear()
 
 
 def _port(path: Path, proc: subprocess.Popen[bytes], what: str, timeout: float) -> str:
@@ -105,12 +132,11 @@ def test_remote_provider_picks_url_by_worker_number() -> None:
         RemoteProvider(urls, tokens=["x"])
 
 
+@pytest.mark.usefixtures("own_desktop_env")
 def test_osworld_cloud_without_desktop_env_fails_clearly(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in [m for m in sys.modules if m == "desktop_env" or m.startswith("desktop_env.")]:
-        monkeypatch.delitem(sys.modules, name)
     # desktop_env is installed by make setup: hide it (and the checkout) from the import system
-    monkeypatch.setitem(sys.modules, "desktop_env", None)
+    sys.modules["desktop_env"] = None  # type: ignore[assignment]  # own_desktop_env undoes it
     provider = OSWorldCloudProvider("aws", osworld_root=tmp_path, region="us-east-1")
     assert provider.name == "osworld:aws" and provider.region == "us-east-1"
     with pytest.raises(ConfigurationError, match="--osworld-root"):
@@ -150,6 +176,7 @@ def create_vm_manager_and_provider(provider_name, region, use_proxy=False):
 '''
 
 
+@pytest.mark.usefixtures("own_desktop_env")
 def test_osworld_cloud_adapter_follows_the_provider_interface(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, guest_server: tuple[str, str]) -> None:
     """Uses a test double of OSWorld's providers package (clouds are unreachable here); the VM
@@ -161,8 +188,6 @@ def test_osworld_cloud_adapter_follows_the_provider_interface(
     (tmp_path / "desktop_env" / "__init__.py").write_text("")
     port = url.rsplit(":", 1)[1]
     (pkg / "__init__.py").write_text(_FAKE_PROVIDERS + f"\nADDRESS = '127.0.0.1:{port}'\n")
-    for name in [m for m in sys.modules if m == "desktop_env" or m.startswith("desktop_env.")]:
-        monkeypatch.delitem(sys.modules, name)
     monkeypatch.setattr(sys, "path", list(sys.path))
     # OSWorld's in-VM server has no auth, ours has: the real readiness wait gets our token.
     from computer_env.desktop.providers import osworld_cloud
@@ -183,6 +208,7 @@ def test_osworld_cloud_adapter_follows_the_provider_interface(
         OSWorldCloudProvider("othercloud", osworld_root=tmp_path).start()
 
 
+@pytest.mark.usefixtures("own_desktop_env")
 def test_osworld_cloud_without_its_sdk_fails_clearly(monkeypatch: pytest.MonkeyPatch) -> None:
     """OSWorld's package is installed without its cloud SDKs: asking for a cloud provider whose
     SDK is absent is a configuration error naming the module, not a traceback."""
@@ -190,8 +216,6 @@ def test_osworld_cloud_without_its_sdk_fails_clearly(monkeypatch: pytest.MonkeyP
     # the installed package, not a test double's checkout left on sys.path by another test
     monkeypatch.setattr(sys, "path", [p for p in sys.path if "site-packages" in p
                                       or not (Path(p) / "desktop_env").exists()])
-    for name in [m for m in sys.modules if m == "desktop_env" or m.startswith("desktop_env.")]:
-        monkeypatch.delitem(sys.modules, name)
     if importlib.util.find_spec("desktop_env") is None or importlib.util.find_spec("boto3"):
         pytest.skip("needs desktop_env installed without boto3 (what make setup installs)")
     provider = OSWorldCloudProvider("aws", region="us-east-1")
