@@ -15,11 +15,16 @@
   suffixing the item's node id with ``@NAME``, but it writes ``item._nodeid``, which pytest 9.2
   no longer reads (the id lives in ``item._id``): the group was split over the workers. The
   hook below gives the suffix to the id pytest does read, once, the way xdist means it.
+
+Also: a test that imports a ``desktop_env`` of its own (a test double of OSWorld) must not leave
+it behind: in one worker process every later test would score with it. ``_osworld_unchanged``
+fails the test that did.
 """
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -45,3 +50,20 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                          for m in item.iter_markers("xdist_group")})
         if groups and "@" not in item.nodeid and hasattr(item, "_id"):
             item._id = NodeId.parse(f"{item.nodeid}@{'_'.join(groups)}")
+
+
+def _desktop_env_origin() -> str | None:
+    module = sys.modules.get("desktop_env")
+    return None if module is None else str(getattr(module, "__file__", None))
+
+
+@pytest.fixture(autouse=True)
+def _osworld_unchanged() -> Iterator[None]:
+    """After each test, ``desktop_env`` is absent or the module it was before (or, when the test
+    imported it first, the installed package's)."""
+    before = _desktop_env_origin()
+    yield
+    after = _desktop_env_origin()
+    if after is not None and after != before and "site-packages" not in after:
+        raise AssertionError(f"this test left desktop_env from {after} in sys.modules "
+                             f"(before: {before}); later tests in this process would use it")
