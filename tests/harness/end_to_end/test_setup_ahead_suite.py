@@ -47,8 +47,9 @@ def _order(run_output: str) -> list[str]:
 
 def test_cases_set_up_ahead_score_and_say_so(tmp_path: Path) -> None:
     task_file, _ = _three(tmp_path)
+    # the model answers after 1 s: each agent turn is long enough to hide the next set-up
     run = run_suite(tmp_path, "ahead", "--task-list", str(task_file), "--order", "collected",
-                    *AHEAD)
+                    "--reference-faults", "delay=1", *AHEAD)
     assert run.rc == 0, run.output[-3000:]
     results = run.results()
     assert {r["outcome"] for r in results.values()} == {"passed"}
@@ -58,9 +59,39 @@ def test_cases_set_up_ahead_score_and_say_so(tmp_path: Path) -> None:
         t = results[cid]["timings"]
         assert t["setup_s"] is not None and t["settle_s"] is not None, t  # its set-up's times
         assert t["setup_wait_s"] < t["setup_s"] + t["settle_s"], t
+    behind = [cid for cid, r in results.items() if r["timings"].get("scored_behind")]
+    assert len(behind) == 2, results  # every case but the last: the next one's agent played
+    for cid in behind:
+        t = results[cid]["timings"]
+        assert 0 <= t["score_wait_s"] <= (t["eval_s"] or 0) + 60, t
     path = run.summary["harness"]["critical_path"]
     assert path["prepared_ahead"] == 2 and path["cases"] == 3 and path["ratio"] > 0
-    assert "critical path: wall-clock" in run.output and "2 of 3 cases set up ahead" in run.output
+    assert path["scored_behind"] == 2
+    assert "critical path: wall-clock" in run.output
+    assert "2 of 3 cases set up ahead, 2 scored behind" in run.output
+
+
+def test_a_rerun_of_the_case_before_stops_the_agent_started_ahead(tmp_path: Path) -> None:
+    """Every case's first evaluation finds its desktop's server killed from the host (the
+    environment's failure: a rerun). The next case's agent, started while that case was
+    scored, is stopped when the rerun comes first; every case then scores at its second
+    attempt, its first attempt unscored, nothing of a stopped agent in its files."""
+    task_file, ids, order = _three_in_order(tmp_path)
+    env = {**CHAOS_ENV, "CHAOS_KILL_SERVER": "evaluate"}
+    run = run_suite(tmp_path, "rerun", "--task-list", str(task_file), "--order", "collected",
+                    "-p", "chaos", "--infra-rerun-delay", "0", "-o", "log_cli=true",
+                    "--log-cli-level=INFO", *AHEAD, env=env)
+    assert run.rc == 0, run.output[-3000:]
+    results = run.results()
+    assert {cid: r["outcome"] for cid, r in results.items()} == dict.fromkeys(ids, "passed")
+    for cid in ids:
+        r = results[cid]
+        assert r["attempts"] == 2, r
+        assert [e["outcome"] for e in r["earlier_attempts"]] == ["unscored"], r
+    stopped = [line for line in run.output.splitlines()
+               if "the agent started ahead was stopped" in line]
+    assert stopped, run.output[-3000:]
+    assert any(f"{order[1].split('/', 1)[1]}/rerun-attempt-1" in line for line in stopped)
 
 
 def _three_in_order(tmp_path: Path) -> tuple[Path, list[str], list[str]]:
@@ -88,8 +119,11 @@ def test_a_failed_set_up_ahead_is_the_next_cases_rerun_not_the_current_cases(
     assert results[third]["attempts"] == 1 and results[third]["timings"]["prepared_ahead"]
 
 
+@pytest.mark.parametrize("ahead", ["set-up", "agent"])
 def test_an_interrupt_in_a_prepared_case_leaves_nothing_and_resume_finishes(
-        tmp_path: Path) -> None:
+        tmp_path: Path, ahead: str) -> None:
+    """``set-up``: the interrupt comes once the third case is set up ahead; ``agent``: once its
+    agent has started ahead, while the second case is scored."""
     task_file, ids, (first, second, third) = _three_in_order(tmp_path)
     tag = uuid.uuid4().hex
     cache = ("-o", f"cache_dir={tmp_path / 'pytest-cache'}")
@@ -101,14 +135,18 @@ def test_an_interrupt_in_a_prepared_case_leaves_nothing_and_resume_finishes(
                         "-o", "log_cli=true", "--log-cli-level=INFO",
                         env={"HOLO_TEST_TAG": tag}, log=log)
     seen: dict[tuple[int, int], str] = {}
-    third_ahead = f"set up {third.split('/', 1)[1]}/intr-attempt-1 ahead"
+    key = f"{third.split('/', 1)[1]}/intr-attempt-1"
+    third_ahead = f"set up {key} ahead" if ahead == "set-up" else f"{key}: its agent starts"
     try:
         wait_for(lambda: seen.update(run_tree(tag)) or third_ahead in log.read_text(),
-                 "the third case to be set up ahead while the second plays", 300,
+                 f"the third case's {ahead} to start ahead while the second plays", 300,
                  interval=0.2)
         results = {json.loads(p.read_text())["case_id"]
                    for p in (tmp_path / "intr").rglob("result.json")}
-        assert results == {first}, "the interrupt must come while the second case plays"
+        if ahead == "set-up":
+            assert results == {first}, "the interrupt must come while the second case plays"
+        else:
+            assert third not in results and first in results, results
         kill_group(child, signal.SIGINT)  # Ctrl-C reaches the whole foreground group
         wait_for(lambda: seen.update(run_tree(tag)) or child.poll() is not None,
                  "the run to stop on Ctrl-C", 120)
@@ -121,6 +159,9 @@ def test_an_interrupt_in_a_prepared_case_leaves_nothing_and_resume_finishes(
     on_disk = {json.loads(p.read_text())["case_id"]
                for p in (tmp_path / "intr").rglob("result.json")}
     assert third not in on_disk, output[-3000:]
+    third_dirs = [p for p in (tmp_path / "intr").rglob("*")
+                  if p.is_dir() and p.name == third.split("/", 1)[1]]
+    assert not third_dirs, f"the case whose {ahead} started ahead left {third_dirs}"
     work = tmp_path / ".cache" / "tasks" / third.split("/", 1)[1]
     assert not list(work.glob("intr*")), "the prepared case's work folder was left behind"
     # --lf: nothing failed before the interrupt, so it selects every case (as after any)

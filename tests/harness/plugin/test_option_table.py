@@ -99,7 +99,7 @@ TWIN_SAMPLES: dict[str, tuple[str, str | None]] = {
                                                     "http://127.0.0.1:9999"),
     "--net-gate": ("1", None), "--results-dir": ("/tmp/results-a", "/tmp/results-b"),
     "--judge-api-key": ("judge-a", "judge-b"), "--spare-desktop": ("on", "off"),
-    "--setup-ahead": ("off", "on"),
+    "--setup-ahead": ("off", "on"), "--score-behind": ("off", "on"),
     "--ray-address": ("10.0.0.1:6379", "auto"), "--ray-desktop": ("docker", "local"),
     "--ray-resource": ("osworld_vm", "desktop"), "--ray-resource-amount": ("2", "0.5"),
     "--ray-placement": ("default", "spread"),
@@ -189,7 +189,8 @@ SUITE_OPTIONS = """
 --pass-threshold --game-pass-threshold --infra-reruns --infra-rerun-delay --order --live --watch
 --watch-port --games --loads --seeds --pacing --turn-seconds --turn-tokens --profile
 --code-actions --code-timeout --judge-url --judge-model --judge-api-key --judge-timeout
---score-by --synthetic-dir --verifier-timeout --spare-desktop --setup-ahead --ray-address
+--score-by --synthetic-dir --verifier-timeout --spare-desktop --setup-ahead --score-behind
+--ray-address
 --ray-desktop --ray-resource --ray-resource-amount --ray-placement""".split()
 """The suite's options before the table: none may be lost."""
 

@@ -161,3 +161,52 @@ def test_a_set_up_left_at_session_end_is_closed_not_reset(tmp_path: Path) -> Non
     assert not ahead.start("case-3", _mark, release=released.append)  # closed: nothing starts
     assert not [t for t in threading.enumerate() if t.name in ("setup-ahead", "spare-desktop")]
     assert _gone(made, pids) and len(made) == 2
+
+
+def test_a_held_desktop_is_reset_only_once_its_case_lets_go(tmp_path: Path) -> None:
+    """Score behind: the next case takes the desktop set up for it while the case before is
+    still scored on its own; that one stays as its agent left it until the case lets go, and
+    only then becomes the reset spare (an acquire in between waits for it)."""
+    made, pool, ahead, folder = _rig(tmp_path)
+    try:
+        first = pool.acquire()
+        assert guest_sh(first, f"echo case1 > {MARKER}")["returncode"] == 0
+        assert ahead.start("case-2", _mark, release=lambda v: None, work_folder=folder)
+        done = pool.hold()  # case 1's agent ended: it is scored on its own desktop
+        got = ahead.take("case-2")
+        assert got is not None and got.error is None and pool.provider is made[1]
+        spare = pool._spare
+        assert spare is not None and spare.after is done
+        wait_for(lambda: spare._thread.is_alive(), "the spare's thread", timeout=5)
+        assert _marked(first), "the held desktop was reset while its case was scored"
+        assert not spare.prepared(), "the spare is not made before its case lets go"
+        done.set()  # case 1 is scored
+        wait_for(pool.spare_prepared, "the held desktop's reset", timeout=120)
+        third = pool.acquire()  # the first desktop, now reset
+        assert pool.provider is made[0] and not _marked(third)
+        # an acquire while the desktop in use is held waits for its case to let go
+        held = pool.hold()
+        threading.Timer(1.0, held.set).start()
+        handed = pool.acquire()
+        assert held.is_set() and handed.url in {p.handle.url for p in made if p.handle}
+        pids = [pid for p in made for pid in p.pids()]
+    finally:
+        ahead.close()
+        pool.close()
+    assert _gone(made, pids)
+
+
+def test_closing_the_pool_ends_a_hold(tmp_path: Path) -> None:
+    """A session that ends while a case is scored behind closes both desktops at once."""
+    made, pool, ahead, folder = _rig(tmp_path)
+    try:
+        pool.acquire()
+        assert ahead.start("case-2", _mark, release=lambda v: None, work_folder=folder)
+        done = pool.hold()
+        assert ahead.take("case-2") is not None
+        pids = [pid for p in made for pid in p.pids()]
+    finally:
+        ahead.close()
+        pool.close()
+    assert done.is_set()
+    assert _gone(made, pids)
