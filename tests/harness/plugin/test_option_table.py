@@ -206,6 +206,6 @@ def test_the_table_keeps_every_option_once_with_its_twins() -> None:
                           "HOLO_PROVIDER", "HOLO_VM_URLS", "HOLO_RESULTS_DIR",
                           "HOLO_DESKTOP_MEMORY", "HOLO_DESKTOP_PIDS", "HOLO_DESKTOP_TMP",
                           "HOLO_DESKTOP_CPUS", "HOLO_JUDGE_API_KEY", "HOLO_SPARE_DESKTOP",
-                          "HOLO_SETUP_AHEAD", "HOLO_SERVE_DEVICE", "HOLO_VLLM",
+                          "HOLO_SETUP_AHEAD", "HOLO_SCORE_BEHIND", "HOLO_SERVE_DEVICE", "HOLO_VLLM",
                           "HOLO_RAY_ADDRESS", "HOLO_RAY_DESKTOP", "HOLO_RAY_RESOURCE",
                           "HOLO_RAY_RESOURCE_AMOUNT", "HOLO_RAY_PLACEMENT"}
