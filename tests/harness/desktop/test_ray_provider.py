@@ -191,8 +191,12 @@ def test_smoke_suite_on_two_nodes_then_too_few_resources_then_sigterm(
 @on_ray
 def test_node_killed_during_a_case_is_rerun_never_zero(
         tmp_path: Path, cluster: TwoNodeCluster) -> None:
+    """Each model turn takes 3 s (the reference endpoint's delay fault), so a case plays for
+    several seconds on its desktop: the kill lands while a case holds the node's desktop (set-up
+    or play), not after a quick case already wrote its score (where no case could see it)."""
     log = tmp_path / "suite.log"
-    proc = start_suite(tmp_path, "raykill", *ray_args(cluster, "-n", "2"), log=log)
+    proc = start_suite(tmp_path, "raykill", *ray_args(cluster, "-n", "2", "--reference-faults",
+                                                      "delay=3"), log=log)
     try:
         node_raylet = cluster.raylet("node")
 
