@@ -13,7 +13,8 @@ import pytest
 from computer_env.base import InputEvent, StepResult
 from fixtures.cases.records import harness_time
 from fixtures.cases.attempt import Attempt
-from fixtures.cases.records.harness_time import HarnessTimes, case_times, summarize_harness
+from fixtures.cases.records.harness_time import HarnessTimes, case_times
+from fixtures.cases.records.run_time import summarize_harness
 from fixtures.report.report_html import summary_html
 from fixtures.cases.records.results import TaskResult, read_result, write_result
 from fixtures.report.summary import summarize

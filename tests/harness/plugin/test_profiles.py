@@ -21,7 +21,7 @@ def test_os_helix_profile_sets_the_protocol() -> None:
     assert not p.code_actions  # the code tool stays its own switch (off/on comparisons)
     root = settings("--profile", "os-helix", "--osworld-root", "/tmp")
     assert root.tasks.task_list == "test_nogdrive"
-    rec = p.record(s)
+    rec = s.protocol_record()
     assert rec["profile"] == "os-helix" and rec["image_size"] == [1504, 832]
 
 
@@ -55,7 +55,7 @@ def test_holo_repro_profile_and_no_profile() -> None:
     s = settings("--profile", "holo-repro")
     assert (s.agent.max_steps, s.agent.image_budget, s.protocols.image_size) == (100, 3, None)
     plain = settings()
-    assert plain.protocols.profile is None and plain.protocols.record(plain)["profile"] is None
+    assert plain.protocols.profile is None and plain.protocol_record()["profile"] is None
 
 
 @pytest.mark.parametrize("args, message", [
