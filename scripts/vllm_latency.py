@@ -11,6 +11,9 @@ prefix cache, as in a real run) plus a bounded decode. For each image count and 
 level, ``--requests`` requests run with that many in flight; the table gives median and p90 latency per request and
 the requests per second the server sustained: the saturation figure ``docs/scale.md`` asks for
 (workers per endpoint ~ the concurrency past which latency grows faster than throughput).
+Before each level, ``--warmup`` untimed rounds run at that level's image count and concurrency
+(vLLM compiles and caches per batch shape on its first batches of a size: without them, the
+first level to use a shape pays its warm-up and a later level looks faster than an earlier one).
 With ``--serve`` it also prints the server's start time (launch until /v1/models answers).
 """
 
@@ -101,6 +104,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--requests", type=int, default=0,
                     help="requests per level (default: 2 x the concurrency, at least 4)")
     ap.add_argument("--max-tokens", type=int, default=32)
+    ap.add_argument("--warmup", type=int, default=1,
+                    help="untimed rounds (concurrency requests each) before each level")
     args = ap.parse_args(argv)
     servers = None
     try:
@@ -115,12 +120,13 @@ def main(argv: list[str] | None = None) -> int:
         else:
             endpoint = Endpoint(url=args.base_url, model=list_models(args.base_url)[0],
                                 kind="attach")
-        measure(endpoint, 1, 1, 1, args.max_tokens)  # the first request warms caches up
         print(f"{'images':>6} {'conc':>5} {'reqs':>5} {'prompt tok':>10} {'p50 s':>8} "
               f"{'p90 s':>8} {'req/s':>7}")
         for images in (int(x) for x in args.images.split(",")):
             for conc in (int(x) for x in args.concurrency.split(",")):
                 n = args.requests or max(4, 2 * conc)
+                for _ in range(args.warmup):
+                    measure(endpoint, images, conc, conc, args.max_tokens)
                 lat, wall, prompts = measure(endpoint, images, conc, n, args.max_tokens)
                 lat.sort()
                 p90 = lat[min(len(lat) - 1, int(0.9 * len(lat)))]

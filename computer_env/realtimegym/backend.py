@@ -7,6 +7,7 @@ the package imports (and its tests run) without it.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import importlib
 import io
 import logging
@@ -141,8 +142,9 @@ class RealtimeGymBackend:
 
         _stand_in_overcooked_visualizer()
         self.game, self.load, self.seed = spec.name, load, seed
-        with self._quiet():
-            # Overcooked's setup creates ./vislogs/... relative to the working directory.
+        # Overcooked's set-up makes ./vislogs/... in the working directory, which the xdist
+        # workers share: its making and its removal are one step between them
+        with self._quiet(), dir_lock(Path(".")):
             before = Path("vislogs").exists()
             self.raw, self.real_seed, _ = realtimegym.make(spec.env_id(load), seed=seed,
                                                            render=False)
@@ -204,13 +206,24 @@ class RealtimeGymBackend:
             shutil.rmtree(self._workdir, ignore_errors=True)
 
 
+@contextlib.contextmanager
+def dir_lock(folder: Path) -> Iterator[None]:
+    """An exclusive ``flock`` on ``folder`` itself, between processes (each holder opens the
+    folder anew, so threads of one process exclude each other too); no lock file is made."""
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
 def _remove_empty_tree(path: Path) -> None:
-    """Remove ``path`` if it holds only empty directories."""
-    for sub in sorted(path.rglob("*"), key=lambda p: len(p.parts), reverse=True):
-        if sub.is_dir() and not any(sub.iterdir()):
-            sub.rmdir()
-    if path.is_dir() and not any(path.iterdir()):
-        path.rmdir()
+    """Remove ``path`` if it holds only empty directories (deepest first); a directory that is
+    gone or not empty is left as it is."""
+    for dirpath, _dirs, _files in os.walk(path, topdown=False):  # walk errors: skipped
+        with contextlib.suppress(OSError):  # gone, or not empty: rmdir removes only empty ones
+            os.rmdir(dirpath)
 
 
 def make_realtimegym_backend(game: str, load: str, seed: int) -> GameBackend:

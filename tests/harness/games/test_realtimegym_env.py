@@ -10,6 +10,8 @@ import io
 import logging
 import subprocess
 import sys
+import threading
+from pathlib import Path
 
 import pytest
 from PIL import Image, ImageChops
@@ -26,6 +28,7 @@ from computer_env.realtimegym import (
     normalize_score,
     realtimegym_available,
 )
+from computer_env.realtimegym.backend import _remove_empty_tree, dir_lock
 
 log = logging.getLogger(__name__)
 AVAILABLE, REASON = realtimegym_available()
@@ -200,3 +203,42 @@ def test_reference_player_on_a_finished_game_answers_the_default(game: str) -> N
         assert result.done and "over" in result.output
     finally:
         env.close()
+
+
+def test_the_vislogs_sweep_keeps_files_and_never_meets_another_workers_making(tmp_path: Path) -> None:
+    """Overcooked's set-up makes ``./vislogs/...`` in the working directory, which the xdist
+    workers share: the backend removes the tree when it is only empty folders and keeps any
+    folder that holds a file; the making and the removal hold the folder's lock, so one
+    worker's removal never meets another's making (a CI run failed on that:
+    FileNotFoundError). Two threads stand for the two workers: each takes the lock on a
+    descriptor of its own, as two processes do."""
+    root = tmp_path / "vislogs"
+    (root / "a" / "b").mkdir(parents=True)
+    (root / "kept").mkdir()
+    (root / "kept" / "frame.png").write_bytes(b"x")
+    _remove_empty_tree(root)
+    assert sorted(p.relative_to(root).as_posix() for p in root.rglob("*")) == [
+        "kept", "kept/frame.png"]
+    (root / "kept" / "frame.png").unlink()
+    _remove_empty_tree(root)
+    assert not root.exists()
+    _remove_empty_tree(root)  # gone already: nothing to do
+
+    errors: list[BaseException] = []
+
+    def churn() -> None:
+        try:
+            for _ in range(300):
+                with dir_lock(tmp_path):
+                    (root / "overcooked-vislogs" / "run").mkdir(parents=True, exist_ok=True)
+                with dir_lock(tmp_path):
+                    _remove_empty_tree(root)
+        except BaseException as exc:  # noqa: BLE001 - reported by the assertion below
+            errors.append(exc)
+
+    workers = [threading.Thread(target=churn) for _ in range(2)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    assert errors == []
