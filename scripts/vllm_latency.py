@@ -11,9 +11,8 @@ prefix cache, as in a real run) plus a bounded decode. For each image count and 
 level, ``--requests`` requests run with that many in flight; the table gives median and p90 latency per request and
 the requests per second the server sustained: the saturation figure ``docs/scale.md`` asks for
 (workers per endpoint ~ the concurrency past which latency grows faster than throughput).
-Before each level, ``--warmup`` untimed rounds run at that level's image count and concurrency
-(vLLM compiles and caches per batch shape on its first batches of a size: without them, the
-first level to use a shape pays its warm-up and a later level looks faster than an earlier one).
+Before each level, ``--warmup`` untimed rounds run at that level's image count and concurrency,
+so that one-time costs of the server's first requests of a kind are not in the figures.
 With ``--serve`` it also prints the server's start time (launch until /v1/models answers).
 """
 
@@ -22,6 +21,7 @@ from __future__ import annotations
 import argparse
 import io
 import itertools
+import random
 import statistics
 import sys
 import tempfile
@@ -46,11 +46,16 @@ CLICK = ('{"note": null, "thought": "Open it.", "tool_call": {"tool_name": "clic
 
 
 def screenshot(seed: int) -> bytes:
+    """A 1920x1080 desktop-like picture of its own per seed: windows placed by a generator of
+    the seed, all on the screen, each naming the seed (so vLLM's multimodal and prefix caches
+    never answer one request with another's image)."""
+    rng = random.Random(seed)
     img = Image.new("RGB", (1920, 1080), (40, 60, 90))
     draw = ImageDraw.Draw(img)
     for i in range(4):
-        x, y = 100 + 300 * i + 17 * seed, 80 + 150 * i
-        draw.rectangle([x, y, x + 640, y + 360], fill=(230, 230, 230), outline=(0, 0, 0))
+        x, y = rng.randrange(0, 1920 - 640), rng.randrange(0, 1080 - 360)
+        shade = rng.randrange(180, 250)
+        draw.rectangle([x, y, x + 640, y + 360], fill=(shade, shade, shade), outline=(0, 0, 0))
         draw.text((x + 10, y + 10), f"window {i} seed {seed}", fill=(0, 0, 0))
     out = io.BytesIO()
     img.save(out, "PNG")
