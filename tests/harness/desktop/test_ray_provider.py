@@ -242,9 +242,12 @@ def test_node_killed_during_a_case_is_rerun_never_zero(
     wait_for(lambda: not psutil.pid_exists(actor_pid), "the dead driver's actor to end", 60,
              interval=0.5)
     assert [a for a in cluster.named_actors() if "-dying-" in a] == []
+    # the namespace it left is removed by the sweep; unless a suite of another test on this
+    # host ended first: its own end sweep removes what no live process owns, host-wide
+    left = actor_pid in netns.owner_pids()
     swept = cluster.query("from computer_env.desktop.providers.ray.cluster import sweep_nodes\n"
                           f"out = sweep_nodes({cluster.address!r})")
-    assert any(v["slots"] for v in swept.values()), swept  # the namespace it left, removed
+    assert not left or any(v["slots"] for v in swept.values()), swept
     assert actor_pid not in netns.owner_pids()
     assert session_cgroups(actor_pid) == []
 
