@@ -40,7 +40,8 @@ from computer_env.osworld.prepare.ready_page import (
 )
 from computer_env.osworld.prepare.ready_window import office_state, x_window_state
 from computer_env.osworld.prepare.settle import is_blank, screen_image, wait_until_settled
-from computer_env.osworld.catalog.tasks import SetupStep, Task
+from computer_env.osworld.prepare.setup_steps import launched_program
+from computer_env.osworld.catalog.tasks import Task
 
 logger = logging.getLogger(__name__)
 
@@ -93,15 +94,6 @@ class ReadyReport:
     last: dict[str, Any] = field(default_factory=dict)
 
 
-def _program(step: SetupStep) -> str:
-    cmd = step.parameters.get("command")
-    if isinstance(cmd, list) and cmd:
-        return posixpath.basename(str(cmd[0]))
-    if isinstance(cmd, str) and cmd.strip():
-        return posixpath.basename(cmd.split()[0])
-    return ""
-
-
 def _by_program(name: str) -> AppExpectation | None:
     for kind, programs, classes in _APPS:
         if name in programs:
@@ -126,7 +118,7 @@ def expected_app(task: Task) -> AppExpectation | None:
             elif name:
                 found = AppExpectation("other", (), name)
         elif step.type == "launch":
-            found = _by_program(_program(step)) or found
+            found = _by_program(launched_program(step)) or found
         elif step.type in ("chrome_open_tabs",):
             found = AppExpectation("browser", _APPS[1][2])
     if found is not None and found.kind == "browser":

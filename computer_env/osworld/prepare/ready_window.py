@@ -34,7 +34,7 @@ try:
         _ping, _prot = _d.intern_atom("_NET_WM_PING"), _d.intern_atom("WM_PROTOCOLS")
         _o["pong"] = None
         if _ping in (_w.get_wm_protocols() or []):
-            _r.change_attributes(event_mask=_X.SubstructureNotifyMask)
+            _r.change_attributes(event_mask=_X.StructureNotifyMask | _X.SubstructureNotifyMask)  # GTK's answer, Qt's
             _st = int(_t.time() * 1000) & 0xFFFFFFFF
             _w.send_event(_V.ClientMessage(window=_w, client_type=_prot, data=(32, [_ping, _st, _w_id, 0, 0])), event_mask=0)
             _d.flush(); _end = _t.monotonic() + %(ping_s)s; _o["pong"] = False

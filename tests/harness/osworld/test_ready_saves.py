@@ -28,9 +28,10 @@ from computer_env.osworld.prepare.ready import (
     window_problem,
 )
 from computer_env.osworld.scoring.saves import evaluated_files, wait_for_saves
-from computer_env.osworld.catalog.tasks import parse_task
+from computer_env.osworld.catalog.tasks import load_task_file, parse_task
 from fixtures.cases.outcomes import classify
 from localdesk import local_desktop
+from suite import OSWORLD_DATA
 
 TASKS = {t.id: t for t in load_builtin_tasks()}
 
@@ -44,6 +45,20 @@ def test_every_builtin_task_names_the_app_that_takes_the_first_action() -> None:
             assert app.kind == "libreoffice" and app.title.endswith((".xlsx", ".docx")), app
     assert expected_app(TASKS["multi-notes-into-letter"]).title == "letter.docx"  # the last one
     assert expected_app(TASKS["multi-prices-to-csv"]).kind == "terminal"
+
+
+def test_osworld_vlc_tasks_name_vlc_behind_their_env_assignment() -> None:
+    """Every real VLC task launches ``VLC_VERBOSE=-1 vlc ...``: the app is VLC, so readiness
+    waits for its window (before, the assignment was read as the program: no check at all)."""
+    vlc_last = 0
+    for path in sorted((OSWORLD_DATA / "examples" / "vlc").glob("*.json")):
+        task = load_task_file(path, "vlc")
+        kinds = [s.type for s in task.config if s.type in ("launch", "open")]
+        if kinds and kinds[-1] == "launch":  # VLC opened last (else a file opened after it)
+            app = expected_app(task)
+            assert app is not None and app.kind == "media" and app.classes == ("vlc",), path.name
+            vlc_last += 1
+    assert vlc_last >= 10
 
 
 def test_window_and_office_problems_say_what_is_missing() -> None:
