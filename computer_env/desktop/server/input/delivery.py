@@ -41,21 +41,24 @@ def ping_window(dpy: xdisplay.Display, window_id: int, timeout: float) -> bool |
     try:
         if ping not in (window.get_wm_protocols() or []):
             return None
-        window.change_attributes(event_mask=X.StructureNotifyMask)  # its unmap or destruction
-        if window.get_attributes().map_state != X.IsViewable:
-            return None
     except xerror.XError:
         return None
-    root = dpy.screen().root
-    # the answer goes to the root: GTK sends it for SubstructureNotify, Qt (VLC) for
-    # StructureNotify (each beside SubstructureRedirect, which the window manager holds)
-    root.change_attributes(event_mask=ANSWER_MASK)
-    stamp = next(_PING_SERIAL) & 0xFFFFFFFF
-    window.send_event(xevent.ClientMessage(window=window, client_type=protocols,
-                                           data=(32, [ping, stamp, window_id, 0, 0])), event_mask=0)
-    dpy.flush()
-    deadline = time.monotonic() + timeout
-    try:
+    while dpy.pending_events():  # an unmap heard before this ask is not this window's now
+        dpy.next_event()
+    window.change_attributes(event_mask=X.StructureNotifyMask, onerror=xerror.CatchError())
+    try:  # from here on the window's unmap or destruction is heard
+        if window.get_attributes().map_state != X.IsViewable:
+            return None
+        root = dpy.screen().root
+        # the answer goes to the root: GTK sends it for SubstructureNotify, Qt (VLC) for
+        # StructureNotify (each beside SubstructureRedirect, which the window manager holds)
+        root.change_attributes(event_mask=ANSWER_MASK)
+        stamp = next(_PING_SERIAL) & 0xFFFFFFFF
+        window.send_event(xevent.ClientMessage(window=window, client_type=protocols,
+                                               data=(32, [ping, stamp, window_id, 0, 0])),
+                          event_mask=0)
+        dpy.flush()
+        deadline = time.monotonic() + timeout
         while True:
             while dpy.pending_events():
                 e = dpy.next_event()
@@ -68,6 +71,8 @@ def ping_window(dpy: xdisplay.Display, window_id: int, timeout: float) -> bool |
             if left <= 0:
                 return False
             select.select([dpy], [], [], left)
+    except xerror.XError:  # gone before it could be asked
+        return None
     finally:  # stop hearing about the window (a destroyed one: the error is caught)
         window.change_attributes(event_mask=0, onerror=xerror.CatchError())
         dpy.flush()
