@@ -25,6 +25,7 @@ from computer_env.desktop.client import DesktopClient  # noqa: E402
 from computer_env.desktop.providers.local.provider import LocalSandboxProvider  # noqa: E402
 from computer_env.osworld.catalog.tasks import SetupStep  # noqa: E402
 from computer_env.osworld.prepare.setup_steps import launched_program  # noqa: E402
+from computer_env.readiness import NotReady, wait_until  # noqa: E402
 
 APPS: tuple[tuple[str, str, str], ...] = (
     # (name, launch command as OSWorld's tasks have it, a word of the window's title)
@@ -42,20 +43,18 @@ CONFIRM = ("from Xlib import display\n"
            "print(confirm_delivered(display.Display()))")
 
 
-def _active_title(client: DesktopClient) -> str:
-    r = client.execute("xdotool getactivewindow getwindowname", shell=True)
-    return (r.output or "").strip()
-
-
 def _wait_active(client: DesktopClient, word: str, timeout: float) -> str | None:
-    """Poll until the active window's title holds ``word``; the title, None after ``timeout``."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        title = _active_title(client)
-        if word in title:
-            return title
-        time.sleep(0.2)
-    return None
+    """The active window's title once it holds ``word``; None after ``timeout`` seconds."""
+
+    def title() -> str | None:
+        out = (client.execute("xdotool getactivewindow getwindowname", shell=True).output or "")
+        return out.strip() if word in out else None
+
+    try:
+        return wait_until(title, timeout_s=timeout, what=f"a window titled {word!r}",
+                          interval_s=0.2)
+    except NotReady:
+        return None
 
 
 def measure_app(client: DesktopClient, name: str, command: str, word: str, actions: int,
