@@ -22,6 +22,7 @@ from computer_env.desktop.providers.local.cgroups import session_cgroups
 from computer_env.desktop.providers.local.provider import LocalSandboxProvider
 from fixtures.cases.desktops.pool import sweep_network_leftovers
 from localdesk import local_desktop
+from tests.harness.helpers.suite import as_foreground
 
 pytestmark = [
     pytest.mark.desktop,
@@ -44,7 +45,7 @@ class Owner:
     """A process that owns one started local desktop until a signal ends it."""
 
     def __init__(self) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-c", OWNER], stdout=subprocess.PIPE,
+        self.proc = subprocess.Popen(as_foreground([sys.executable, "-c", OWNER]), stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, text=True)
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline()  # ends with READY, or EOF when the owner failed

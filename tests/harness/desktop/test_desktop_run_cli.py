@@ -14,6 +14,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.harness.helpers.suite import as_foreground
+
 pytestmark = [
     pytest.mark.desktop,
     pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("bwrap"),
@@ -35,8 +37,8 @@ def _read_line(proc: subprocess.Popen[str], timeout: float) -> str:
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_run_prints_one_json_line_and_stops_cleanly(sig: signal.Signals) -> None:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "computer_env.desktop", "run", "--width", "1024", "--height",
-         "768", "--allow-port", "8765"],
+        as_foreground([sys.executable, "-m", "computer_env.desktop", "run", "--width", "1024",
+                       "--height", "768", "--allow-port", "8765"]),
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         info = json.loads(_read_line(proc, 60))

@@ -21,6 +21,19 @@ OSWORLD_DATA = Path(os.environ.get(
 """OSWorld's evaluation_examples, in the ``shared/`` folder beside the checkout (data for tests
 only; override with $OSWORLD_EXAMPLES)."""
 
+_FOREGROUND = ("import os, signal, sys\n"
+               "for s in (signal.SIGINT, signal.SIGHUP):\n"
+               "    signal.signal(s, signal.SIG_DFL)\n"
+               "os.execvp(sys.argv[1], sys.argv[1:])\n")
+
+
+def as_foreground(cmd: list[str]) -> list[str]:
+    """``cmd`` with SIGINT and SIGHUP at their default actions, as in a terminal's foreground
+    job. A test run started in the background or under ``nohup`` ignores them, and an ignored
+    signal stays ignored across exec: the child would never see the Ctrl-C or hangup a test
+    sends it. A shell cannot undo that (an ignored signal cannot be trapped), Python can."""
+    return [sys.executable, "-c", _FOREGROUND, *cmd]
+
 
 @dataclass
 class SuiteRun:
@@ -85,7 +98,7 @@ def start_suite(results_dir: Path, run: str, *args: str, target: str = "tests/os
     cmd = [sys.executable, "-m", "pytest", target, "--results-dir", str(results_dir),
            "--run", run, "-q", "-rA", *args]
     out = open(log, "w") if log else subprocess.DEVNULL
-    return subprocess.Popen(cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, text=True,
+    return subprocess.Popen(as_foreground(cmd), cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, text=True,
                             env={**os.environ, **(env or {})}, start_new_session=True)
 
 
