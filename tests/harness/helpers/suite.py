@@ -158,8 +158,8 @@ def run_tree(tag: str) -> dict[tuple[int, int], str]:
             if p in roots:
                 try:
                     cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
-                except OSError:
-                    cmd = b"?"
+                except OSError:  # gone since the listing: not live (a "?" here would
+                    break  # overwrite what a caller noted of it, an X server for one)
                 tree[(pid, starts[pid])] = cmd.decode(errors="replace")[:160]
                 break
             p, seen = parents.get(p, 0), seen + 1
