@@ -45,8 +45,8 @@ class Owner:
     """A process that owns one started local desktop until a signal ends it."""
 
     def __init__(self) -> None:
-        self.proc = subprocess.Popen(as_foreground([sys.executable, "-c", OWNER]), stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True)
+        self.proc = subprocess.Popen(as_foreground([sys.executable, "-c", OWNER]),
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline()  # ends with READY, or EOF when the owner failed
         if line.strip() != "READY":

@@ -98,8 +98,8 @@ def start_suite(results_dir: Path, run: str, *args: str, target: str = "tests/os
     cmd = [sys.executable, "-m", "pytest", target, "--results-dir", str(results_dir),
            "--run", run, "-q", "-rA", *args]
     out = open(log, "w") if log else subprocess.DEVNULL
-    return subprocess.Popen(as_foreground(cmd), cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, text=True,
-                            env={**os.environ, **(env or {})}, start_new_session=True)
+    return subprocess.Popen(as_foreground(cmd), cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
+                            text=True, env={**os.environ, **(env or {})}, start_new_session=True)
 
 
 def kill_group(proc: subprocess.Popen[str], sig: int = signal.SIGKILL) -> None:
