@@ -18,6 +18,7 @@ from urllib.parse import urlencode, urlsplit
 import httpx
 from pydantic import BaseModel
 
+from computer_env.desktop import identity
 from computer_env.desktop.prefix import PYAUTOGUI_PREFIX
 from computer_env.errors import VMUnreachable
 from computer_env.retry import RetryPolicy
@@ -87,6 +88,7 @@ class GuestTransport:
         self.timeout = timeout
         self.retry = RetryPolicy(attempts=retries + 1, backoff=backoff)
         headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self._token = token
         self._headers = headers
         self._http = httpx.Client(base_url=self.url, headers=headers, timeout=timeout)
         self._capabilities: dict[str, Any] | None = None
@@ -175,6 +177,31 @@ class GuestTransport:
         if status >= 400:
             raise DesktopRequestError(status, _body_message(content, reason), path=path)
         return content
+
+    def proves_identity(self) -> bool | None:
+        """Whether what answers at this URL is the desktop's own server: it proves the
+        session's secret on a fresh nonce (:mod:`computer_env.desktop.identity`; the question
+        carries no token). None without a token (an upstream OSWorld VM: nothing to prove);
+        :class:`VMUnreachable` when nothing answers."""
+        if not self._token:
+            return None
+        nonce = identity.new_nonce()
+
+        def ask() -> httpx.Response:
+            return httpx.post(f"{self.url}{identity.PATH}", json={"nonce": nonce},
+                              timeout=self.timeout)
+
+        failures = (httpx.ConnectError, httpx.ConnectTimeout)
+        try:
+            answer = self.retry.call(ask, retry_on=failures, what=f"POST {identity.PATH}",
+                                     log_level=logging.DEBUG)
+        except httpx.TransportError as exc:
+            raise VMUnreachable(f"POST {self.url}{identity.PATH}: {exc!r}") from exc
+        try:
+            given = answer.json().get("proof") if answer.status_code == 200 else None
+        except (ValueError, AttributeError):
+            given = None
+        return identity.proven(self._token, nonce, given)
 
     def _note_grabs(self, grabs: str | None, keymaps: str | None) -> None:
         self.x_grabs_seen = int(grabs) if grabs and grabs.isdigit() else None

@@ -78,7 +78,7 @@ class SetupAndFiles(GuestTransport):
 
     def verify(self, code: str, *, timeout: float) -> dict[str, Any]:
         """This project's ``/verify`` answer (a synthesized task's verifier, run isolated from
-        what the agent left in the desktop: see ``computer_env.desktop.server.commands.verify_zygote``);
+        what the agent left in the desktop: see ``computer_env.desktop.server.commands.verifier``);
         None-safe callers check ``capabilities()['verify']`` first."""
         payload = {"code": code, "timeout": timeout}
         return dict(self._json("POST", "/verify", json=payload, timeout=timeout + 30))

@@ -146,7 +146,10 @@ def spawn(
 
     def _start() -> subprocess.Popen[Any]:
         return subprocess.Popen(  # noqa: S603 - running commands is what callers ask for
-            args, shell=shell, text=text, env=dict(env) if env is not None else None,
+            # what a command prints is any bytes (an agent's code prints what it likes): text
+            # is decoded with U+FFFD for what is not UTF-8, never an error
+            args, shell=shell, text=text, errors="replace" if text else None,
+            env=dict(env) if env is not None else None,
             stdin=stdin, stdout=stdout, stderr=stderr, start_new_session=True,
             preexec_fn=preexec, pass_fds=tuple(pass_fds), close_fds=True, cwd=cwd,
         )

@@ -3,7 +3,7 @@ limit, isolated from what the agent left there.
 
 On this project's desktops the verifier runs through ``/verify``: a fork of a runner started
 with the desktop, before any agent acted (``python -I``, a fixed environment, the result on a
-pipe no desktop process can open: see ``computer_env.desktop.server.commands.verify_zygote``). On an
+pipe no desktop process can open: see ``computer_env.desktop.server.commands.verifier``). On an
 upstream OSWorld VM (no ``/verify``) it runs through ``/run_python`` with ``-I``-like settings
 made inside the script and a result line that carries a per-run secret; that route cannot stop a
 process of the agent from reading the script while it runs, so the tamper audit
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from computer_env.desktop.client import DesktopClient, DesktopRequestError
-from computer_env.desktop.server.commands.verify_zygote import SAFE_PATH
+from computer_env.desktop.server.commands.verifier import SAFE_PATH
 from computer_env.errors import InfraError
 
 MARKER = "@@HOLO_VERIFIER@@"

@@ -5,9 +5,10 @@ from __future__ import annotations
 import hmac
 import logging
 
-from flask import Flask, Response, request
+from flask import Flask, Response, jsonify, request
 from werkzeug.exceptions import HTTPException
 
+from computer_env.desktop import identity
 from computer_env.desktop.server.httputil import RequestError, error_response
 from computer_env.desktop.server.state import ServerConfig, ServerState
 
@@ -32,8 +33,18 @@ def create_app(config: ServerConfig) -> Flask:
     app.extensions["desktop_server"] = ServerState(config)
     expected = f"Bearer {config.token}".encode()
 
+    @app.post(identity.PATH)
+    def _identity() -> Response | tuple[Response, int]:
+        """The session's secret proven on a nonce, without a token asked (see identity)."""
+        nonce = (request.get_json(silent=True) or {}).get("nonce")
+        if not isinstance(nonce, str) or not identity.valid_nonce(nonce):
+            return error_response(400, "field 'nonce' must be 32-128 lowercase hex characters")
+        return jsonify({"proof": identity.proof(config.token, nonce)})
+
     @app.before_request
     def _authenticate() -> tuple[Response, int] | None:
+        if request.path == identity.PATH and request.method == "POST":
+            return None  # answers a challenge only: it reveals nothing and changes nothing
         given = request.headers.get("Authorization", "").encode()
         if not hmac.compare_digest(given, expected):
             return error_response(403, "missing or wrong bearer token")

@@ -22,6 +22,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--host", default="127.0.0.1", help="address to listen on")
     p.add_argument("--port", type=int, default=5000, help="port to listen on (0 = any free port)")
+    p.add_argument("--token-fd", type=int, help="an inherited pipe holding the bearer token, "
+                   "read to its end once and closed (the local desktop's way: no file, no "
+                   "environment)")
     p.add_argument("--token-file", type=Path, help="file holding the bearer token "
                    "(else env DESKTOP_SERVER_TOKEN)")
     p.add_argument("--port-file", type=Path, help="write the bound port here once listening")
@@ -34,8 +37,24 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _read_token(path: Path | None) -> str | None:
-    if path is not None:
+def _read_token_fd(fd: int) -> str:
+    """The token on an inherited pipe: read to its end, then the descriptor is closed (nothing
+    this server starts inherits it, and the pipe is empty for anyone else who holds it)."""
+    chunks = []
+    try:
+        while chunk := os.read(fd, 4096):
+            chunks.append(chunk)
+            if sum(map(len, chunks)) > 65536:
+                raise OSError(f"fd {fd}: more than 64 KiB, not a token")
+    finally:
+        os.close(fd)
+    return b"".join(chunks).decode("ascii", "strict").strip()
+
+
+def _read_token(path: Path | None, fd: int | None = None) -> str | None:
+    if fd is not None:
+        token = _read_token_fd(fd)
+    elif path is not None:
         token = path.read_text().strip()
     else:
         token = os.environ.get("DESKTOP_SERVER_TOKEN", "").strip()
@@ -65,15 +84,16 @@ def main(argv: list[str] | None = None) -> int:
         stream=sys.stderr,
     )
     try:
-        token = _read_token(args.token_file)
-    except OSError as exc:
-        print(f"cannot read the token file: {exc}", file=sys.stderr)
+        token = _read_token(args.token_file, args.token_fd)
+    except (OSError, UnicodeDecodeError) as exc:
+        print(f"cannot read the token: {exc}", file=sys.stderr)
         return 2
     if token is None:
-        print("no token: pass --token-file or set DESKTOP_SERVER_TOKEN", file=sys.stderr)
+        print("no token: pass --token-fd or --token-file, or set DESKTOP_SERVER_TOKEN",
+              file=sys.stderr)
         return 2
     os.environ.pop("DESKTOP_SERVER_TOKEN", None)  # children must not see it
-    from computer_env.desktop.server.commands.verify_zygote import (
+    from computer_env.desktop.server.commands.verifier import (
         RunnerGone,
         VerifierRunner,
         make_non_dumpable,
@@ -109,9 +129,9 @@ def main(argv: list[str] | None = None) -> int:
     app = create_app(config)
     state = app.extensions["desktop_server"]
     state.procs.become_subreaper()
-    if config.extras:  # now, before any agent acts (see verify_zygote)
+    if config.extras:  # now, before any agent acts (see verifier)
         try:
-            state.verifier = VerifierRunner(config.home)
+            state.verifier = VerifierRunner(config.home, state.own, nest_pid=nest_pid)
         except (OSError, RunnerGone, ValueError) as exc:  # the desktop still serves
             logger.warning("no verifier runner (verifiers fall back to /run_python): %s", exc)
     if config.extras:  # a grab of the X server is found and released (see xwatch.py)

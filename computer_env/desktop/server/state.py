@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from computer_env.desktop.server.screen.damage import DamageWatcher
     from computer_env.desktop.server.screen.recording import Recorder
     from computer_env.desktop.server.screen.screenshot import ScreenGrabber
-    from computer_env.desktop.server.commands.verify_zygote import VerifierRunner
+    from computer_env.desktop.server.commands.verifier import VerifierRunner
     from computer_env.desktop.server.x11.windows import XQueries
     from computer_env.desktop.server.x11.xwatch import XWatch
 

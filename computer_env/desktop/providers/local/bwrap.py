@@ -9,6 +9,10 @@ what :func:`guest_code` allows (its top-level modules, ``desktop`` and ``procs``
 bears an answer is there: not ``osworld`` (tasks, built-in solutions, oracles), not ``synthetic``
 (verifiers, reference solutions), and nothing else of the project (tests, results, caches).
 
+The server's bearer token is never in the sandbox's files or environment: it arrives on a pipe
+(``DESKTOP_TOKEN_FD``) that only the server reads, once, and that the init script closes for
+everything else it starts (Xvfb, the nest); each session gets a new one.
+
 Only Xvfb and the guest server run at the sandbox's top level. Everything the agent can reach
 (session bus, openbox, at-spi, apps, every command the server runs) runs one level down, in the
 nest (:mod:`computer_env.desktop.server.commands.nest`): its own pid namespace and ``/proc``, where no
@@ -17,6 +21,7 @@ further user namespaces can be made; from there nothing can see or signal Xvfb o
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 from dataclasses import dataclass
@@ -28,7 +33,7 @@ from computer_env.errors import ConfigurationError
 
 GUEST_UID = 1000
 GUEST_HOME = "/home/user"
-GUEST_RUN = "/run/desktop"  # the per-desktop state dir (token, init script), read-only
+GUEST_RUN = "/run/desktop"  # the per-desktop state dir (init script, passwd), read-only
 GUEST_TEMPLATE = "/opt/desktop/home-template"
 GUEST_SERVER_PORT = 5000
 #: The subpackages of ``computer_env`` a desktop sees (with the package's top-level modules, the
@@ -77,19 +82,24 @@ if [ "${1:-}" = nest ]; then  # inside the nest (started by its init): bus, disp
     echo "$rc" >&7
     exit "$rc"
 fi
+# the token's pipe: only the server (exec'd last) keeps it; every other command closes it
+[ -n "${DESKTOP_TOKEN_FD:-}" ] || { echo "no token pipe (DESKTOP_TOKEN_FD)" >&2; exit 89; }
+# moved to a descriptor bash picks (10 or above): clear of the 5, 6 and 7 used below
+exec {tokfd}<&"$DESKTOP_TOKEN_FD" && exec {DESKTOP_TOKEN_FD}<&- || exit 89
+unset DESKTOP_TOKEN_FD
 cp -r "$DESKTOP_HOME_TEMPLATE/." "$HOME/" || exit 90
 mkdir -p "$DESKTOP_SCRATCH" && cd "$HOME" || exit 91
 if [ ! -d /tmp/.X11-unix ]; then mkdir -m 1777 /tmp/.X11-unix 2>/dev/null; fi
 fifo="$DESKTOP_SCRATCH/xready.$$"
 rm -f "$fifo"; mkfifo "$fifo" || exit 92
 $DESKTOP_GUARD Xvfb $DESKTOP_DISPLAY -screen 0 "${DESKTOP_WIDTH}x${DESKTOP_HEIGHT}x24" \
-    -nolisten tcp -dpi 96 -extension GLX -displayfd 5 5>"$fifo" &
+    -nolisten tcp -dpi 96 -extension GLX -displayfd 5 5>"$fifo" {tokfd}<&- &
 xpid=$!
 if [ -n "${DESKTOP_NEST:-}" ]; then  # started while Xvfb starts; waits for its display
     ready="$DESKTOP_SCRATCH/nest.$$"
     mkfifo "$ready" && exec 6<>"$ready" || exit 92
     "$DESKTOP_PYTHON" -I -S "$DESKTOP_NEST" "$DESKTOP_SCRATCH/nest.pid" /bin/bash "$0" nest \
-        "$ready" || { echo "the nest did not start" >&2; exit 96; }
+        "$ready" {tokfd}<&- || { echo "the nest did not start" >&2; exit 96; }
 fi
 if ! read -r -t 30 dnum <"$fifo"; then
     echo "Xvfb did not report a display within 30 s" >&2
@@ -105,10 +115,10 @@ if [ -n "${DESKTOP_NEST:-}" ]; then
     DESKTOP_NEST_PID=$(cat "$DESKTOP_SCRATCH/nest.pid") && export DESKTOP_NEST_PID || exit 96
     rm -f "$ready"
 else
-    session || exit $?
+    session {tokfd}<&- || exit $?
 fi
 exec "$DESKTOP_PYTHON" -m computer_env.desktop.server --host "$DESKTOP_SERVER_HOST" \
-    --port "$DESKTOP_SERVER_PORT" --token-file "$DESKTOP_TOKEN_FILE"
+    --port "$DESKTOP_SERVER_PORT" --token-fd "$tokfd"
 """
 
 PASSWD = ("root:x:0:0:root:/root:/usr/sbin/nologin\n"
@@ -117,7 +127,7 @@ PASSWD = ("root:x:0:0:root:/root:/usr/sbin/nologin\n"
 GROUP = f"root:x:0:\nuser:x:{GUEST_UID}:\nnogroup:x:65534:\n"
 
 
-def session_env(*, width: int, height: int, home: str, template: str, token_file: str,
+def session_env(*, width: int, height: int, home: str, template: str, token_fd: int,
                 scratch: str, host: str, port: int, display: str,
                 guard: str = "", tools_bin: str = guest_tools.GUEST_TOOLS) -> dict[str, str]:
     """Environment of the session (the same keys sandboxed and unsandboxed)."""
@@ -133,7 +143,7 @@ def session_env(*, width: int, height: int, home: str, template: str, token_file
         "GNOME_ACCESSIBILITY": "1", "QT_ACCESSIBILITY": "1", "ACCESSIBILITY_ENABLED": "1",
         "NO_AT_BRIDGE": "0", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1",
         "DESKTOP_WIDTH": str(width), "DESKTOP_HEIGHT": str(height),
-        "DESKTOP_HOME_TEMPLATE": template, "DESKTOP_TOKEN_FILE": token_file,
+        "DESKTOP_HOME_TEMPLATE": template, "DESKTOP_TOKEN_FD": str(token_fd),
         "DESKTOP_SCRATCH": scratch, "DESKTOP_SERVER_HOST": host,
         "DESKTOP_SERVER_PORT": str(port), "DESKTOP_DISPLAY": display,
         "DESKTOP_PYTHON": python_executable(), "DESKTOP_GUARD": guard,
@@ -188,23 +198,33 @@ def find_bwrap(path: str | None = None) -> str:
 class SandboxLayout:
     """Host paths bound into one sandbox."""
 
-    state_dir: Path  # per desktop: token, passwd, group, init.sh (bound read-only at GUEST_RUN)
+    state_dir: Path  # per desktop: passwd, group, init.sh (bound read-only at GUEST_RUN)
     template: Path   # the home template (read-only at GUEST_TEMPLATE)
     tools: Path      # guest_tools.ensure_tools(): bin/, applications/
     chrome: Path | None = None  # guest_chrome.ensure_chrome_dir(): Chromium named "chrome"
     tmp_bytes: int = 512 * 1024 * 1024  # size of /tmp and of /dev/shm
 
 
-def write_state(state_dir: Path, token: str) -> None:
-    """Populate ``state_dir`` with the token, passwd/group and the init script."""
+def write_state(state_dir: Path) -> None:
+    """Populate ``state_dir`` with passwd/group, the session bus's configuration and the init
+    script (no secret: the token travels on a pipe, :func:`token_pipe`)."""
     state_dir.mkdir(parents=True, exist_ok=True)
     (state_dir / "passwd").write_text(PASSWD)
     (state_dir / "group").write_text(GROUP)
     (state_dir / "init.sh").write_text(INIT_SCRIPT)
     (state_dir / "session.conf").write_text(guest_tools.session_bus_config(GUEST_UID))
-    token_file = state_dir / "token"
-    token_file.touch(mode=0o600)
-    token_file.write_text(token)
+
+
+def token_pipe(token: str) -> int:
+    """A pipe holding ``token`` (then end of file): its read end, for the session to inherit
+    (the caller closes it once the session started). The server reads it once; nothing else in
+    the session holds it, and a drained pipe tells nothing."""
+    read_fd, write_fd = os.pipe()
+    try:
+        os.write(write_fd, token.encode())  # far below a pipe's buffer: never blocks
+    finally:
+        os.close(write_fd)
+    return read_fd
 
 
 def staged_python_binds(stage_root: Path) -> dict[Path, Path]:
@@ -223,10 +243,11 @@ def staged_python_binds(stage_root: Path) -> dict[Path, Path]:
 
 
 def bwrap_argv(bwrap: str, layout: SandboxLayout, *, width: int, height: int,
-               info_fd: int, staged: dict[Path, Path]) -> list[str]:
-    """The full ``bwrap ... bash init.sh`` command line."""
+               info_fd: int, token_fd: int, staged: dict[Path, Path]) -> list[str]:
+    """The full ``bwrap ... bash init.sh`` command line (``token_fd``: :func:`token_pipe`'s,
+    inherited through bwrap by the init script)."""
     env = session_env(width=width, height=height, home=GUEST_HOME, template=GUEST_TEMPLATE,
-                      token_file=f"{GUEST_RUN}/token", scratch="/tmp/.desktop",
+                      token_fd=token_fd, scratch="/tmp/.desktop",
                       host="0.0.0.0", port=GUEST_SERVER_PORT, display=":0")
     argv = [bwrap, "--unshare-user", "--uid", str(GUEST_UID), "--gid", str(GUEST_UID),
             "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",

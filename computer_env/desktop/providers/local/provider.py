@@ -14,6 +14,7 @@ which cap the current session hit.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import secrets
@@ -187,6 +188,15 @@ class LocalSandboxProvider(DesktopProvider):
         return session.log_file if session is not None else None
 
     # -- internals -------------------------------------------------------------------------
+    def _new_token(self) -> None:
+        """A new secret for the next session (each start and reset): a token that leaked from
+        one session opens nothing in the next. The handle and the gateway follow it."""
+        self._token = secrets.token_urlsafe(32)
+        if self._handle is not None:
+            self._handle = dataclasses.replace(self._handle, token=self._token)
+            if self._gateway is not None:
+                self._handle, self._gateway = with_gateway(self._handle, self._gateway)
+
     def _server_addr(self) -> tuple[str, int]:
         if self.unsandboxed:
             return "127.0.0.1", self._host_port
@@ -214,7 +224,7 @@ class LocalSandboxProvider(DesktopProvider):
         state_dir = STATE_ROOT / f"desktop-{slot.slot}"
         shutil.rmtree(state_dir, ignore_errors=True)
         self._res.state_dir = state_dir
-        bwrap.write_state(state_dir, self._token)
+        bwrap.write_state(state_dir)
         for path in (state_dir, *state_dir.iterdir()):
             os.chown(path, slot.sandbox_uid, slot.sandbox_uid)
         os.chmod(state_dir, 0o500)
@@ -235,7 +245,7 @@ class LocalSandboxProvider(DesktopProvider):
         self._tools = ensure_tools(_HOST_STATE_ROOT)
         state_dir = Path(tempfile.mkdtemp(prefix="desktop-", dir=_HOST_STATE_ROOT)).resolve()
         self._res.state_dir = state_dir
-        bwrap.write_state(state_dir, self._token)
+        bwrap.write_state(state_dir)
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             self._host_port = s.getsockname()[1]
@@ -246,10 +256,11 @@ class LocalSandboxProvider(DesktopProvider):
         return self._handle
 
     def _launch(self) -> None:
-        """Start a fresh session (fresh home) and wait for its server."""
+        """Start a fresh session (fresh home, a new token) and wait for its server."""
         res = self._res
         assert res.state_dir is not None and self._handle is not None
         t0 = time.monotonic()
+        self._new_token()
         log_file = res.state_dir.with_suffix(".log")
         if self.unsandboxed:
             home = res.state_dir / "home"
@@ -258,13 +269,14 @@ class LocalSandboxProvider(DesktopProvider):
             guard = "setpriv --pdeathsig KILL" if shutil.which("setpriv") else ""
             env = bwrap.session_env(
                 width=self.width, height=self.height, home=str(home),
-                template=str(self._template), token_file=str(res.state_dir / "token"),
+                template=str(self._template), token_fd=-1,
                 scratch=str(res.state_dir / "scratch"), host="127.0.0.1", port=self._host_port,
                 display="", guard=guard, tools_bin=str(self._tools / "bin"))
             env["PYTHONPATH"] = str(Path(bwrap.__file__).resolve().parents[4])
+            del env["DESKTOP_TOKEN_FD"]  # HostSession hands the token's pipe over
             res.session = HostSession(
                 ["dbus-run-session", "--", "bash", str(res.state_dir / "init.sh")], env=env,
-                log_file=log_file)
+                token=self._token, log_file=log_file)
         else:
             assert res.slot is not None
             layout = bwrap.SandboxLayout(state_dir=res.state_dir, template=self._template,
@@ -272,9 +284,11 @@ class LocalSandboxProvider(DesktopProvider):
                                          tmp_bytes=self.limits.tmp_bytes)
             staged = bwrap.staged_python_binds(STATE_ROOT / "stage")
             res.session = SandboxSession(
-                lambda fd: bwrap.bwrap_argv(self._bwrap_bin, layout, width=self.width,
-                                            height=self.height, info_fd=fd, staged=staged),
-                netns=res.slot.netns, uid=res.slot.sandbox_uid, log_file=log_file,
+                lambda fd, token_fd: bwrap.bwrap_argv(
+                    self._bwrap_bin, layout, width=self.width, height=self.height, info_fd=fd,
+                    token_fd=token_fd, staged=staged),
+                netns=res.slot.netns, uid=res.slot.sandbox_uid, token=self._token,
+                log_file=log_file,
                 binds=tuple((str(src), str(dst)) for src, dst in staged.items()),
                 limits=self.limits)
         host, port = self._server_addr()

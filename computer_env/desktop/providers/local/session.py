@@ -21,6 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from computer_env import procs
+from computer_env.desktop.providers.local.bwrap import token_pipe
 from computer_env.desktop.providers.local.cgroups import SessionCgroup
 from computer_env.desktop.providers.limits import DesktopLimits, tmp_breach
 from computer_env.errors import VMStartError
@@ -87,16 +88,19 @@ class SandboxSession:
     outside uid (nothing of the sandbox survives, whatever it forked or setsid'd). Its processes
     live in their own cgroup (memory, process and CPU limits, see :mod:`.cgroups`)."""
 
-    def __init__(self, build_argv: Callable[[int], list[str]], *, netns: str, uid: int,
-                 log_file: Path, binds: tuple[tuple[str, str], ...] = (),
+    def __init__(self, build_argv: Callable[[int, int], list[str]], *, netns: str, uid: int,
+                 token: str, log_file: Path, binds: tuple[tuple[str, str], ...] = (),
                  limits: DesktopLimits | None = None) -> None:
+        """``build_argv(info_fd, token_fd)``: the bwrap command line; ``token``: the server's
+        secret, handed over on a pipe (:func:`~.bwrap.token_pipe`), never written to a file."""
         self.uid = uid
         self.log_file = log_file
         self.limits = limits or DesktopLimits()
         self.cgroup = session_cgroup(self.limits)
         read_fd, write_fd = os.pipe()
+        token_fd = token_pipe(token)
         try:
-            argv = build_argv(write_fd)
+            argv = build_argv(write_fd, token_fd)
             if self.cgroup is None and shutil.which("prlimit"):
                 argv = ["prlimit", f"--nproc={self.limits.pids}", "--", *argv]
             with open(log_file, "wb") as out:
@@ -104,7 +108,7 @@ class SandboxSession:
                                        netns=netns, uid=uid, gid=uid, binds=binds,
                                        cgroup_procs=self.cgroup.procs_files if self.cgroup
                                        else (),
-                                       pass_fds=(write_fd,),
+                                       pass_fds=(write_fd, token_fd),
                                        stdout=out, stderr=out, cwd="/")
         except BaseException:
             os.close(read_fd)
@@ -113,6 +117,7 @@ class SandboxSession:
             raise
         finally:
             os.close(write_fd)
+            os.close(token_fd)
         self.child_pid = self._read_child_pid(read_fd)
 
     def breaches(self) -> list[str]:
@@ -174,10 +179,17 @@ class HostSession:
     """An unsandboxed session: its process group plus every descendant (the server is a child
     subreaper, so double-forked apps stay below it)."""
 
-    def __init__(self, argv: list[str], *, env: dict[str, str], log_file: Path) -> None:
+    def __init__(self, argv: list[str], *, env: dict[str, str], token: str,
+                 log_file: Path) -> None:
+        """``env`` without ``DESKTOP_TOKEN_FD``: the token's pipe is made here."""
         self.log_file = log_file
-        with open(log_file, "wb") as out:
-            self.proc = procs.spawn(argv, env=env, stdout=out, stderr=out, cwd="/")
+        token_fd = token_pipe(token)
+        try:
+            with open(log_file, "wb") as out:
+                self.proc = procs.spawn(argv, env={**env, "DESKTOP_TOKEN_FD": str(token_fd)},
+                                        pass_fds=(token_fd,), stdout=out, stderr=out, cwd="/")
+        finally:
+            os.close(token_fd)
 
     def alive(self) -> bool:
         return self.proc.poll() is None

@@ -30,6 +30,7 @@ def _run_helper(args: list[str], timeout: float) -> str:
             [str(SYSTEM_PYTHON), "-I", str(HELPER), *args],
             capture_output=True,
             text=True,
+            errors="replace",  # app names and texts are whatever the apps say
             timeout=timeout,
             check=False,
         )

@@ -4,7 +4,7 @@
 with ``kind`` one of ``crashed`` (the verifier raised; ``message`` its traceback's tail),
 ``bad`` (``verify()`` returned neither a bool nor a number), ``timeout``, ``died`` (the verifier
 process ended without a result) and ``gone`` (the runner itself is not running). This server's
-extra (absent on upstream OSWorld VMs); see :mod:`.verify_zygote` for the isolation.
+extra (absent on upstream OSWorld VMs); see :mod:`.verifier` for the isolation.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from flask import Blueprint, Response, jsonify
 
 from computer_env.desktop.server.httputil import body, field_number, field_str
 from computer_env.desktop.server.state import state
-from computer_env.desktop.server.commands.verify_zygote import RunnerGone
+from computer_env.desktop.server.commands.verifier import RunnerGone
 
 bp = Blueprint("verify", __name__)
 

@@ -120,7 +120,7 @@ def command_line(pid: int, proc: str = "/proc") -> str:
 def start_time(pid: int, proc: str = "/proc") -> int:
     """``pid``'s start time (clock ticks since boot), 0 when it is gone."""
     try:
-        stat = Path(f"{proc}/{pid}/stat").read_text()
+        stat = Path(f"{proc}/{pid}/stat").read_text(errors="replace")
     except OSError:
         return 0
     return int(stat.rsplit(")", 1)[1].split()[19])
@@ -129,7 +129,7 @@ def start_time(pid: int, proc: str = "/proc") -> int:
 def process_state(pid: int, proc: str = "/proc") -> str:
     """``pid``'s state letter (``R``, ``S``, ``T`` stopped...), ``X`` when it is gone."""
     try:
-        return Path(f"{proc}/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        return Path(f"{proc}/{pid}/stat").read_text(errors="replace").rsplit(")", 1)[1].split()[0]
     except (OSError, IndexError):
         return "X"
 

@@ -67,7 +67,7 @@ def find_x_server(parent: int | None = None, proc: str = "/proc") -> int | None:
         if not entry.isdigit():
             continue
         try:
-            stat = Path(f"{proc}/{entry}/stat").read_text()
+            stat = Path(f"{proc}/{entry}/stat").read_text(errors="replace")
         except OSError:
             continue
         name = stat[stat.find("(") + 1:stat.rfind(")")]
