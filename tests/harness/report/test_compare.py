@@ -157,10 +157,15 @@ def check_hand_computed(sides: list[Side]) -> None:
     assert (os_.n, os_.a_mean, os_.b_mean, os_.fail_to_pass) == (2, 0.5, 1.0, 1)
     assert set(pair.by_category) == {"Daily", "OS"}
     assert pair.by_category["OS"].delta == pytest.approx(0.5)
+    # no side has a harness card: the verdict says so before the numbers
+    assert pair.cards.comparable is None
     assert pair.verdict == (
+        f"{pair.cards.statement} — "
         f"{pair.b} is 16.7 points higher than {pair.a}, 95 % CI "
         f"[{100 * o.ci95[0]:.1f}, {100 * o.ci95[1]:.1f}], p = 1.000, 3 tasks flipped "
         "(2 fail->pass, 1 pass->fail) over 6 tasks scored on both")
+    assert pair.cards.statement.startswith(
+        f"Comparability unknown: {pair.a} and {pair.b} have no harness card")
     # unscored never counts as a failure: A's mean is over its 8 scored tasks (t1 t2 t5 t8 t9)
     a_info = c.sides[0]
     assert a_info.scored_tasks == 8 and a_info.unscored_tasks == 1
@@ -301,7 +306,7 @@ def test_nothing_in_common_and_identical_runs() -> None:
     b = side("B", [("os/y", None, "passed")])
     assert "nothing to compare" in compare([a, b]).pairs[0].verdict
     same = compare([a, side("B", [("os/x", None, "passed")])]).pairs[0]
-    assert same.verdict.startswith(
+    assert same.verdict.partition(" — ")[2].startswith(
         "B is level with A (0.0 points), 95 % CI —, p = 1.000, 0 tasks")
     with pytest.raises(ValueError):
         compare([a])
