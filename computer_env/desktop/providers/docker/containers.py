@@ -1,10 +1,11 @@
 """The docker provider's containers: what they run with (ports, limits, devices, the
 ``holo-bench.*`` labels), what an exited one says, how they are removed, and the sweep of
-containers whose run died (its controller pid is gone)."""
+containers whose owner died (the run's controller, or the process that made the container)."""
 
 from __future__ import annotations
 
 import logging
+import os
 import socket
 import time
 from pathlib import Path
@@ -25,16 +26,46 @@ LABEL_PID = "holo-bench.controller-pid"
 LABEL_CREATED = "holo-bench.created"
 LABEL_HOST = "holo-bench.host"
 LABEL_ROLE = "holo-bench.role"
+LABEL_OWNER = "holo-bench.owner-pid"
+LABEL_NET = "holo-bench.desktop-net"
+LABEL_CHAINS = "holo-bench.chains"
 
 OSWORLD_PORTS = (5000, 9222, 8080, 8006)
 GUEST_SERVER_PORTS = (5000, 9222, 8080)  # server, Chrome DevTools, VLC (host loopback only)
 
 
 def labels(*, run_id: str, worker: str, controller_pid: int, role: str) -> dict[str, str]:
-    """The labels that let :func:`sweep_dead_containers` tell whose container it is."""
+    """The labels that let :func:`sweep_dead_containers` tell whose container (or desktop
+    network) it is: the run, its controller and the process making it (the owner)."""
     return {LABEL_RUN: run_id, LABEL_WORKER: worker, LABEL_PID: str(controller_pid),
-            LABEL_CREATED: f"{time.time():.3f}", LABEL_HOST: socket.gethostname(),
-            LABEL_ROLE: role}
+            LABEL_OWNER: str(os.getpid()), LABEL_CREATED: f"{time.time():.3f}",
+            LABEL_HOST: socket.gethostname(), LABEL_ROLE: role}
+
+
+def alive(labels: dict[str, str], key: str) -> bool:
+    """Is the process that label ``key`` names alive (and no younger than the resource, by
+    ``holo-bench.created``)? A missing or unreadable pid counts as alive: nothing is removed
+    on a guess."""
+    try:
+        pid = int(labels[key])
+    except (KeyError, ValueError):
+        return True
+    try:
+        created: float | None = float(labels[LABEL_CREATED])
+    except (KeyError, ValueError):
+        created = None
+    return running_since(pid, created)
+
+
+def owner_gone(labels: dict[str, str]) -> bool:
+    """A resource whose run's controller or whose owner (the process that made it) is gone:
+    nobody will use it again."""
+    return LABEL_PID in labels and not (alive(labels, LABEL_PID) and alive(labels, LABEL_OWNER))
+
+
+def here(labels: dict[str, str]) -> bool:
+    """Made on this host (a daemon may be shared by several machines)."""
+    return labels.get(LABEL_HOST, socket.gethostname()) == socket.gethostname()
 
 
 def _loopback(ports: tuple[int, ...]) -> dict[str, tuple[str, None]]:
@@ -124,30 +155,43 @@ def remove_quietly(container: Any) -> None:
             log.warning("could not remove container %s: %s", container.name, exc)
 
 
-def sweep_dead_containers(docker_host: str | None = None) -> list[str]:
-    """Remove this host's holo-bench containers whose controller process is gone.
+def sweep_dead_containers(docker_host: str | None = None, client: Any = None) -> list[str]:
+    """Remove this host's holo-bench containers whose run's controller or whose owner process
+    is gone (a pid reused after the container was made is not the one that made it).
 
-    Call at session start (on the xdist controller). Returns and logs the removed names.
+    Called before a run (on the xdist controller); a live run's containers are never touched.
+    Returns and logs the removed names.
     """
-    client = connect(docker_host, timeout=30.0)
+    own = client is None
+    client = client or connect(docker_host, timeout=30.0)
     removed: list[str] = []
     try:
-        host = socket.gethostname()
-        for container in client.containers.list(all=True, filters={"label": LABEL_PID}):
+        for container in client.containers.list(all=True, filters={"label": LABEL_PID},
+                                                ignore_removed=True):
             labels = container.labels
-            if labels.get(LABEL_HOST, host) != host:
-                continue  # another machine's container on a shared daemon
-            try:
-                pid = int(labels[LABEL_PID])
-                created = float(labels[LABEL_CREATED]) if LABEL_CREATED in labels else None
-            except (KeyError, ValueError):
-                continue
-            if running_since(pid, created):  # a pid reused after the container was made is not
-                continue
+            if not here(labels) or not owner_gone(labels):
+                continue  # another machine's container on a shared daemon, or a live one
             remove_quietly(container)
             removed.append(container.name)
-            log.warning("swept container %s (run %s, worker %s): controller pid %d is dead",
-                        container.name, labels.get(LABEL_RUN), labels.get(LABEL_WORKER), pid)
+            log.warning("swept container %s (run %s, worker %s): controller pid %s or owner "
+                        "pid %s is gone", container.name, labels.get(LABEL_RUN),
+                        labels.get(LABEL_WORKER), labels.get(LABEL_PID), labels.get(LABEL_OWNER))
     finally:
-        client.close()
+        if own:
+            client.close()
+    return removed
+
+
+def sweep_run_containers(client: Any, run_id: str, controller_pid: int) -> list[str]:
+    """Remove the containers of run ``run_id`` under controller ``controller_pid`` whose owner
+    is gone (at the run's end: every worker has closed its own)."""
+    removed: list[str] = []
+    wanted = [f"{LABEL_RUN}={run_id}", f"{LABEL_PID}={controller_pid}"]
+    for container in client.containers.list(all=True, filters={"label": wanted},
+                                            ignore_removed=True):
+        if here(container.labels) and not alive(container.labels, LABEL_OWNER):
+            remove_quietly(container)
+            removed.append(container.name)
+            log.warning("swept container %s of this run: its owner pid %s is gone",
+                        container.name, container.labels.get(LABEL_OWNER))
     return removed

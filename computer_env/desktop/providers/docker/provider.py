@@ -8,9 +8,13 @@
 
 Ports are published on 127.0.0.1 with host ports chosen by Docker (no collisions between
 xdist workers or concurrent runs). Reset replaces the container, as upstream; a pre-warmed spare
-(already booting while the current task runs) makes that almost free. Every container carries
-``holo-bench.*`` labels so that :func:`~.docker_sweep.sweep_dead_containers` can remove what a
-killed run left. The daemon connection and pre-flight checks are in :mod:`.host`.
+(already booting while the current task runs) makes that almost free. Each container has a
+network of its own, firewalled on the host side to the ports :meth:`DockerProvider.
+allow_host_port` opened (:mod:`.network`): no desktop reaches another, nor a host port it was
+not given. Every container and network carries ``holo-bench.*`` labels (run id, controller and
+owner pid), every firewall chain its owner's pid, so that :func:`sweep_dead_leftovers` removes
+what a killed run left and :func:`sweep_run_leftovers` what a run's dead workers left, never a
+live owner's. The daemon connection and pre-flight checks are in :mod:`.host`.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import atexit
 import logging
 import os
 import secrets
+import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -27,16 +32,22 @@ from typing import TYPE_CHECKING, Any
 from computer_env.desktop.gateway import OSWorldGateway, with_gateway
 from computer_env.desktop.providers.base import DesktopHandle, DesktopProvider
 from computer_env.desktop.providers.docker.containers import (
-    exit_reason, gateway_address, guest_server_options, labels, osworld_options, remove_by_id,
-    remove_quietly, sweep_dead_containers)
+    LABEL_OWNER, LABEL_PID, LABEL_RUN, exit_reason, gateway_address, guest_server_options,
+    labels, osworld_options, remove_by_id, remove_quietly, sweep_dead_containers,
+    sweep_run_containers)
 from computer_env.desktop.providers.docker.host import (KVM_SLOWDOWN, ImageKind, connect,
                                                        docker_errors, kvm_usable, preflight)
+from computer_env.desktop.providers.docker.network import (DesktopNet, firewall_missing,
+                                                          sweep_dead_networks,
+                                                          sweep_run_networks)
 from computer_env.desktop.providers.docker.seccomp import run_container
 from computer_env.desktop.providers.limits import (DesktopLimits, cgroup_breaches,
                                                    pid_cgroup_dirs, tmp_breach)
 from computer_env.desktop.providers.ports import (named_ports, probe, published_ports,
                                                  wait_until_ready)
 from computer_env.errors import VMStartError
+from computer_env.procs import running_since
+from computer_env.readiness import NotReady, NotYet, wait_until
 
 if TYPE_CHECKING:
     from computer_env.desktop.providers.registry import ProviderOptions
@@ -45,6 +56,11 @@ log = logging.getLogger(__name__)
 
 DEFAULT_OSWORLD_IMAGE = "happysixd/osworld-docker"
 DEFAULT_GUEST_SERVER_IMAGE = "holo-bench/desktop:latest"
+NO_FIREWALL = ("desktops get a network each (no desktop reaches another), but their host side "
+               "is not firewalled: every host port listening on all addresses is open to them")
+
+#: a container, its token, its network
+Desktop = tuple[Any, str | None, DesktopNet]
 
 
 class DockerProvider(DesktopProvider):
@@ -110,11 +126,16 @@ class DockerProvider(DesktopProvider):
         self._container: Any = None
         self._token: str | None = None
         self._handle: DesktopHandle | None = None
-        self._spare: Future[tuple[Any, str | None]] | None = None
+        self._spare: Future[Desktop] | None = None
         self._bg: ThreadPoolExecutor | None = None
         self._bg_client: Any = None  # the docker SDK's session is not shared across threads
         self._closed = False
         self._osworld_gateway: OSWorldGateway | None = None
+        self._net: DesktopNet | None = None
+        self._live_nets: dict[str, DesktopNet] = {}  # this provider's networks, by name
+        self._allowed: set[int] = set()
+        self._net_lock = threading.Lock()
+        self._firewall: bool | None = None  # decided at the first network
 
     @classmethod
     def from_options(cls, opts: ProviderOptions, variant: str = "") -> DockerProvider:
@@ -127,10 +148,12 @@ class DockerProvider(DesktopProvider):
         """Daemon reachable, image (and OSWorld's qcow2) present, KVM usable; containers left by
         dead runs are removed (see :meth:`check_host`)."""
         warnings = cls.from_options(opts).check_host()
-        removed = sweep_dead_containers()
+        if why := firewall_missing():
+            warnings.append(f"{why}: {NO_FIREWALL}")
+        removed = sweep_dead_leftovers()
         if removed:
-            warnings.append(f"removed {len(removed)} container(s) of dead runs: "
-                            f"{', '.join(removed)}")
+            warnings.append(f"removed {len(removed)} container(s), network(s) and firewall "
+                            f"chain(s) of dead runs: {', '.join(removed)}")
         return warnings
 
     # ----------------------------------------------------------------- public API
@@ -153,8 +176,7 @@ class DockerProvider(DesktopProvider):
         atexit.register(self.close)
         if self.kind == "osworld" and not self.kvm:
             log.warning("docker: %s", KVM_SLOWDOWN)
-        container, token = self._create()
-        self._handle = self._activate(container, token)
+        self._handle = self._activate(*self._create())
         self._launch_spare()
         return self._handle
 
@@ -163,20 +185,19 @@ class DockerProvider(DesktopProvider):
         if self._handle is None:
             return self.start()
         t0 = time.monotonic()
-        old = self._container
-        self._container, self._handle = None, None
-        if old is not None:
-            self._background().submit(remove_by_id, self._bg_docker(), old.id)
+        old, old_net = self._container, self._net
+        self._container, self._handle, self._net = None, None, None
+        if old is not None or old_net is not None:
+            self._background().submit(self._remove, self._bg_docker(),
+                                      old.id if old is not None else None, old_net)
+        desktop: Desktop | None = None
         if self._spare is not None:
             spare, self._spare = self._spare, None
             try:
-                container, token = spare.result(timeout=self.ready_timeout)
+                desktop = spare.result(timeout=self.ready_timeout)
             except Exception as exc:  # noqa: BLE001 - the spare failing is not fatal
                 log.warning("pre-warmed spare failed (%s); starting a fresh container", exc)
-                container, token = self._create()
-        else:
-            container, token = self._create()
-        self._handle = self._activate(container, token)
+        self._handle = self._activate(*(desktop or self._create()))
         self._launch_spare()
         log.info("docker reset in %.2fs (%s)", time.monotonic() - t0,
                  "spare" if self.prewarm else "cold")
@@ -213,10 +234,19 @@ class DockerProvider(DesktopProvider):
         if self._bg is not None:
             self._bg.shutdown(wait=True)
             self._bg = None
+        client = self._client or self._bg_client
         if spare is not None and spare.done() and spare.exception() is None:
-            remove_quietly(spare.result()[0])
+            container, _token, net = spare.result()
+            remove_quietly(container)
+            self._remove_net(client, net)
         remove_quietly(self._container)
-        self._container, self._handle = None, None
+        if self._net is not None:
+            self._remove_net(client, self._net)
+        self._container, self._handle, self._net = None, None, None
+        with self._net_lock:
+            left = list(self._live_nets.values())
+        for net in left:  # made by a start that failed half-way
+            self._remove_net(client, net)
         if self._osworld_gateway is not None:
             self._osworld_gateway.close()
             self._osworld_gateway = None
@@ -245,9 +275,22 @@ class DockerProvider(DesktopProvider):
         if self.prewarm and self._spare is None and not self._closed:
             self._spare = self._background().submit(self._create, self._bg_docker(), "spare")
 
-    def _activate(self, container: Any, token: str | None) -> DesktopHandle:
+    def allow_host_port(self, port: int) -> None:
+        """Let the desktops reach TCP ``port`` on this host at ``handle.guest_host`` (this
+        desktop and every later one: the active, the spare and those after a reset)."""
+        with self._net_lock:
+            self._allowed.add(int(port))
+            for net in self._live_nets.values():
+                net.allow_port(int(port))
+
+    @property
+    def firewalled(self) -> bool:
+        """Is the current desktop's host side firewalled (see :mod:`.network`)?"""
+        return self._net is not None and self._net.firewalled
+
+    def _activate(self, container: Any, token: str | None, net: DesktopNet) -> DesktopHandle:
         """Wait for ``container``'s server and build its handle (removing it on failure)."""
-        self._container, self._token = container, token
+        self._container, self._token, self._net = container, token, net
         try:
             try:
                 container.reload()
@@ -264,7 +307,8 @@ class DockerProvider(DesktopProvider):
                              still_starting=lambda: exit_reason(container))
         except Exception:
             remove_quietly(container)
-            self._container = None
+            self._remove_net(self._docker(), net)
+            self._container, self._net = None, None
             raise
         handle = DesktopHandle(
             url=url, token=token, display=":0" if self.kind == "guest-server" else None,
@@ -282,20 +326,91 @@ class DockerProvider(DesktopProvider):
         return guest_server_options(token=token, screen=self.screen, ram_size=self.ram_size,
                                     cpus=self.cpus, limits=self.limits)
 
-    def _create(self, client: Any = None, role: str = "active") -> tuple[Any, str | None]:
-        """Create and start a container (does not wait for readiness)."""
+    def _create(self, client: Any = None, role: str = "active") -> Desktop:
+        """Create a network and start a container on it (does not wait for readiness)."""
         client = client or self._docker()
         token = secrets.token_urlsafe(24) if self.kind == "guest-server" else None
-        kwargs: dict[str, Any] = dict(
-            image=self.image, detach=True, init=True,
-            labels=labels(run_id=self.run_id, worker=self.worker,
-                          controller_pid=self.controller_pid, role=role),
-            name=f"holo-{self.worker}-{os.getpid()}-{secrets.token_hex(3)}",
-        )
+        tag = secrets.token_hex(3)
+        name = f"holo-{self.worker}-{os.getpid()}-{tag}"
+        owned = labels(run_id=self.run_id, worker=self.worker,
+                       controller_pid=self.controller_pid, role=role)
+        net = self._new_net(client, name, tag, owned)
+        kwargs: dict[str, Any] = dict(image=self.image, detach=True, init=True, labels=owned,
+                                      name=name, network=net.name)
         kwargs.update(self.container_options(token))
         try:
             container = run_container(client, kwargs)
         except Exception as exc:  # docker.errors.* : image missing, daemon gone, bad device
+            self._remove_net(client, net)
             raise VMStartError(f"could not start a container from {self.image}: {exc}") from exc
         log.info("started container %s (%s, worker %s)", container.name, role, self.worker)
-        return container, token
+        return container, token, net
+
+    def _new_net(self, client: Any, name: str, tag: str, owned: dict[str, str]) -> DesktopNet:
+        """The network of a new desktop, firewalled with the ports allowed so far (a port
+        allowed meanwhile is added to it as to the others)."""
+        with self._net_lock:
+            if self._firewall is None:
+                why = firewall_missing()
+                if why:
+                    log.warning("docker: %s: %s", why, NO_FIREWALL)
+                self._firewall = why is None
+            net = DesktopNet.create(client, name=name, tag=tag, labels=owned,
+                                    allowed=self._allowed, firewall=self._firewall)
+            self._live_nets[net.name] = net
+        return net
+
+    def _remove_net(self, client: Any, net: DesktopNet) -> None:
+        """Remove ``net`` (its container gone first) and forget it."""
+        with self._net_lock:
+            self._live_nets.pop(net.name, None)
+        try:
+            net.remove(client or self._docker())
+        except Exception as exc:  # noqa: BLE001 - cleanup: logged, the sweep has it later
+            log.warning("could not remove network %s: %s", net.name, exc)
+
+    def _remove(self, client: Any, container_id: str | None, net: DesktopNet | None) -> None:
+        """Remove a replaced desktop: its container, then its network (in the background)."""
+        if container_id is not None:
+            remove_by_id(client, container_id)
+        if net is not None:
+            self._remove_net(client, net)
+
+
+def sweep_dead_leftovers(docker_host: str | None = None) -> list[str]:
+    """Remove what desktops of gone owners left on this host, whatever their run: containers,
+    then networks and firewall chains (a live owner's are never touched). Returns the names."""
+    client = connect(docker_host, timeout=30.0)
+    try:
+        return sweep_dead_containers(client=client) + sweep_dead_networks(client)
+    finally:
+        client.close()
+
+
+def sweep_run_leftovers(run_id: str, controller_pid: int, *, timeout: float = 20.0,
+                        docker_host: str | None = None) -> list[str]:
+    """The run's end, on its controller: wait (at most ``timeout`` s) until the processes that
+    made this run's containers have exited, then remove what those of run ``run_id`` (under
+    ``controller_pid``) left, and what gone owners left on this host. Returns the names."""
+    client = connect(docker_host, timeout=30.0)
+    try:
+        wanted = [f"{LABEL_RUN}={run_id}", f"{LABEL_PID}={controller_pid}"]
+
+        def owners_gone() -> bool:
+            listed = client.containers.list(all=True, filters={"label": wanted},
+                                            ignore_removed=True)
+            live = sorted({pid for c in listed if (pid := c.labels.get(LABEL_OWNER, "")).isdigit()
+                           and int(pid) != os.getpid() and running_since(int(pid))})
+            if live:
+                raise NotYet(f"owner pid(s) {', '.join(live)} still running")
+            return True
+
+        try:
+            wait_until(owners_gone, timeout_s=timeout, what="this run's desktop owners to exit")
+        except NotReady as exc:
+            log.warning("%s; their desktops are left to their own cleanup", exc)
+        removed = sweep_run_containers(client, run_id, controller_pid)
+        removed += sweep_run_networks(client, run_id, controller_pid)
+        return removed + sweep_dead_containers(client=client) + sweep_dead_networks(client)
+    finally:
+        client.close()

@@ -157,6 +157,12 @@ class DesktopActor:
         (nothing to forward when the worker runs on this host: its services listen here)."""
         if self.same_host:
             return
+        for port, fwd in list(self.reverse.items()):
+            if fwd.server_address[0] != handle.guest_host:
+                # a Docker desktop's container has a network (a host address) of its own
+                del self.reverse[port]
+                fwd.shutdown()
+                fwd.server_close()
         for port in sorted(self.allowed - set(self.reverse)):
             try:
                 self.reverse[port] = _ReverseForward(handle.guest_host, port,
