@@ -156,7 +156,11 @@ def test_reset_discards_changes(desktop: LocalSandboxProvider) -> None:
     t0 = time.monotonic()
     after = desktop.reset()
     print(f"reset took {time.monotonic() - t0:.2f} s")
-    assert after == before  # same address and token after a reset
+    # the same address after a reset, and a new token: the last session's opens nothing now
+    assert after is not None and before is not None
+    assert after.url == before.url and after.token != before.token
+    assert httpx.get(f"{after.url}/platform", timeout=10,
+                     headers={"Authorization": f"Bearer {before.token}"}).status_code == 403
     out = sh(after, "ls -A ~/Desktop; ls ~/.marker 2>&1; wmctrl -l; pgrep -c xterm")["output"]
     assert "marker.txt" not in out and "No such file" in out and "probe-window" not in out
     assert out.strip().endswith("0")

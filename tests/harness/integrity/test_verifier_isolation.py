@@ -110,8 +110,9 @@ def test_verifier_failures_are_reported_by_kind() -> None:
                                "sys.flags.isolated)\n", timeout_s=30)
             assert env.score == 1.0, env
             # the runner and the server are out of the desktop user's sight: they run outside
-            # the nest (computer_env/desktop/server/commands/nest.py), where no pid of theirs exists
-            probe = guest_sh(provider.handle, "for p in $(pgrep -f '^[^ ]*python[^ ]* -I -c') "
+            # the nest (computer_env/desktop/server/commands/nest.py), where no pid of theirs
+            # exists (verifiers run inside, each only while it runs)
+            probe = guest_sh(provider.handle, "for p in $(pgrep -f '[_]verifier_main') "
                              "$(pgrep -f -- '-m computer_env[.]desktop[.]server --host'); do "
                              "ls /proc/$p/fd >/dev/null 2>&1 && echo OPEN $p || echo SHUT $p; "
                              "done; echo probed")
@@ -119,7 +120,7 @@ def test_verifier_failures_are_reported_by_kind() -> None:
             assert out.strip() == "probed", probe
             # a kill from inside reaches no runner: verifiers still run (before the nest the
             # agent could kill it, and no verifier ran any more: "gone")
-            guest_sh(provider.handle, "pkill -KILL -f 'import ctypes, json, os, select' ; true")
+            guest_sh(provider.handle, "pkill -KILL -f '[_]verifier_main' ; true")
             still = run_verifier(client, VERIFY_FALSE, timeout_s=30)
             assert still.ok and still.score == 0.0, still
         finally:

@@ -115,12 +115,16 @@ def drop_capabilities() -> None:
 def join_nest(nest_pid: int) -> None:
     """Join the nest's user and mount namespaces, and its pid namespace for children."""
     libc = ctypes.CDLL(None, use_errno=True)
-    for name, flag in (("user", _CLONE_NEWUSER), ("mnt", _CLONE_NEWNS), ("pid", _CLONE_NEWPID)):
-        fd = os.open(f"/proc/{nest_pid}/ns/{name}", os.O_RDONLY)
-        try:
+    kinds = (("user", _CLONE_NEWUSER), ("mnt", _CLONE_NEWNS), ("pid", _CLONE_NEWPID))
+    # all opened first: once in the nest's mounts, /proc is the nest's (other pids)
+    fds = [(os.open(f"/proc/{nest_pid}/ns/{name}", os.O_RDONLY), name, flag)
+           for name, flag in kinds]
+    try:
+        for fd, name, flag in fds:
             if libc.setns(fd, flag) != 0:
                 raise OSError(ctypes.get_errno(), f"setns {name}")
-        finally:
+    finally:
+        for fd, _, _ in fds:
             os.close(fd)
 
 
