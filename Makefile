@@ -130,3 +130,21 @@ docker-image:
 
 clean:
 	rm -rf results .pytest_cache
+
+# The documentation site (docs/, Sphinx with MyST and furo; the reference pages are generated
+# from the code at every build): installs the `docs` extra into .venv when it is missing, then
+# builds with warnings as errors into docs/_build/html (open docs/_build/html/index.html).
+.PHONY: docs venv-docs screenshots
+docs: venv-docs
+	$(VENV)/bin/sphinx-build -E -W --keep-going -q -b html docs docs/_build/html
+	@echo "docs: docs/_build/html/index.html"
+
+venv-docs:
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@$(PY) -c "import sphinx, myst_parser, furo, holo_agent" 2>/dev/null || \
+		$(PY) -m pip install -q $(PIP_QUIET_DESKTOP_ENV) -e '.[dev,docs]'
+
+# The site's screenshots (docs/_static/screenshots/: the report, a replay page, the --watch page)
+# from a small real run of the built-in suite in headless Chromium (Debian's, from `make setup`).
+screenshots:
+	$(PY) scripts/screenshots.py
