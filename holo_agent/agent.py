@@ -21,9 +21,10 @@ from holo_agent.conversation import Conversation
 from holo_agent.errors import ContextOverflow
 from holo_agent.images import SentImage, prepare_image, qwen_image_tokens
 from holo_agent.prompt import build_system_prompt
-from holo_agent.records import StepRecord, Trajectory, TurnTimes
+from holo_agent.records import StepRecord, Trajectory, TurnTimes, kept_reasoning
 from holo_agent.recorder import Recorder
 from holo_agent.code_tool import DEFAULT_TIMEOUT_S, run_code_action
+from holo_agent.usage import check_usage
 from holo_agent.tools import (
     AnswerTool,
     CodeStep,
@@ -37,12 +38,6 @@ from holo_agent.tools import (
 )
 
 log = logging.getLogger(__name__)
-
-
-def _usage_tokens(usage: dict[str, Any]) -> tuple[int | None, int | None, int | None]:
-    details = usage.get("completion_tokens_details") or {}
-    reasoning = details.get("reasoning_tokens", usage.get("reasoning_tokens"))
-    return usage.get("prompt_tokens"), usage.get("completion_tokens"), reasoning
 
 
 def _pixels(event: dict[str, Any]) -> dict[str, int | None] | None:
@@ -160,13 +155,16 @@ class HoloComputerAgent:
 
     def _new_record(self, traj: Trajectory, step_i: int, reask: int, resp: ChatResponse,
                     img: SentImage, shot: str | None) -> StepRecord:
-        prompt_t, completion_t, reasoning_t = _usage_tokens(resp.usage)
+        usage = check_usage(resp.usage)  # an unbelievable count is flagged, never summed
+        if usage.flag:
+            log.warning("model endpoint %s: %s", self.base_url, usage.flag)
         return StepRecord(
             index=len(traj.steps), step=step_i, reask=reask, time=time.time(),
-            latency_s=resp.latency_s, attempts=resp.attempts, prompt_tokens=prompt_t,
-            completion_tokens=completion_t, reasoning_tokens=reasoning_t, screenshot=shot,
+            latency_s=resp.latency_s, attempts=resp.attempts, prompt_tokens=usage.prompt,
+            completion_tokens=usage.completion, reasoning_tokens=usage.reasoning,
+            usage_flag=usage.flag, screenshot=shot,
             image_size=(img.width, img.height), env_size=(img.env_width, img.env_height),
-            reasoning=resp.reasoning,
+            reasoning=kept_reasoning(resp.reasoning),
         )
 
     def run(self, env: ComputerEnv, max_steps: int) -> Trajectory:
@@ -217,11 +215,12 @@ class HoloComputerAgent:
             rec = self._new_record(traj, step_i, reask, resp, img, shot)
             rec.image_tokens_est = image_tokens
             asked.append(rec)
-            try:
+            try:  # whatever the output, a Step or StepParseError (holo_agent.tools)
                 step = parse_step(resp.content, self.code_actions)
             except StepParseError as exc:
                 rec.error = f"malformed output: {exc.reason}"
-                rec.raw_output = resp.content
+                if isinstance(resp.content, str):  # kept capped, with its size and hash
+                    rec.keep_raw_output(resp.content)
                 if resp.finish_reason == "length":
                     rec.error += " (finish_reason=length)"
                 self._record(traj, rec)

@@ -30,12 +30,15 @@ __all__ = ["FILE_MODE", "Recorder", "atomic_write", "read_traj"]
 
 
 def _append_line(path: Path, obj: Any) -> None:
+    """Append ``obj`` as one JSON line. The line is always valid UTF-8: a lone surrogate in any
+    string (text from a model or a program) is written as its JSON escape, never refused."""
     line = json.dumps(obj, ensure_ascii=False) + "\n"
-    with open(path, "a", encoding="utf-8") as f:
-        f.write(line)
+    data = line.encode("utf-8", "backslashreplace")  # '\ud800' inside a JSON string: its escape
+    with open(path, "ab") as f:
+        f.write(data)
         f.flush()
         os.fsync(f.fileno())
-        if f.tell() == len(line.encode("utf-8")):  # just created: one mode for every file
+        if f.tell() == len(data):  # just created: one mode for every file
             os.fchmod(f.fileno(), FILE_MODE)
 
 

@@ -3,10 +3,15 @@
 ``traj.jsonl`` (one ``StepRecord`` a line) is read back with :func:`read_traj`; a record's
 ``call``, ``input_event`` and ``code_run`` give its tool call, the input the environment was given
 and a code action's run as typed models (the on-disk fields stay plain JSON objects).
+
+What a model sent is kept bounded: a malformed output's text is kept up to
+:data:`RAW_OUTPUT_KEEP` bytes with its full size and SHA-256 (:func:`kept_output`), reasoning up
+to :data:`REASONING_KEEP` bytes (:func:`kept_reasoning`); both are valid UTF-8 whatever arrived.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 from pathlib import Path
@@ -27,6 +32,50 @@ model's context)."""
 
 REFERENCE_POLICY_LABEL = "REFERENCE POLICY — harness check, not a model score"
 """The label on every report of a run played by the built-in reference endpoint."""
+
+RAW_OUTPUT_KEEP = 16 * 1024
+"""Bytes of a malformed output's text kept in its record (the first ones)."""
+REASONING_KEEP = 1024 * 1024
+"""Bytes of a turn's reasoning kept in its record (the first ones)."""
+
+
+class KeptOutput(BaseModel):
+    """A model output as recorded: ``text`` its first :data:`RAW_OUTPUT_KEEP` bytes (UTF-8;
+    bytes that are not valid UTF-8, e.g. a lone surrogate's, written ``\\xNN``), ``size`` its
+    full size in bytes, ``sha256`` the hash of all of them."""
+
+    text: str
+    size: int
+    sha256: str
+
+
+def _utf8(text: str) -> bytes:
+    """``text``'s UTF-8 bytes; a lone surrogate is encoded as it is (``surrogatepass``)."""
+    return text.encode("utf-8", "surrogatepass")
+
+
+def _head(data: bytes, limit: int) -> str:
+    return data[:limit].decode("utf-8", "backslashreplace")
+
+
+def kept_output(text: str) -> KeptOutput:
+    """What a record keeps of a model output ``text`` (see :class:`KeptOutput`)."""
+    data = _utf8(text)
+    return KeptOutput(text=_head(data, RAW_OUTPUT_KEEP), size=len(data),
+                      sha256=hashlib.sha256(data).hexdigest())
+
+
+def kept_reasoning(reasoning: object) -> str | None:
+    """What a record keeps of a turn's reasoning: text only, its first :data:`REASONING_KEEP`
+    bytes as valid UTF-8, a last line saying how much was left out."""
+    if not isinstance(reasoning, str) or not reasoning:
+        return None
+    data = _utf8(reasoning)
+    if len(data) <= REASONING_KEEP:
+        return _head(data, REASONING_KEEP)
+    return (_head(data, REASONING_KEEP) + f"\n[reasoning cut: {len(data)} bytes in all, the "
+            f"first {REASONING_KEEP} kept]")
+
 
 _CALL: TypeAdapter[CodeToolCall] = TypeAdapter(CodeToolCall)
 _EVENT: TypeAdapter[InputEvent] = TypeAdapter(InputEvent)
@@ -101,7 +150,16 @@ class StepRecord(BaseModel):
     image_size: tuple[int, int] | None = None
     env_size: tuple[int, int] | None = None
     reasoning: str | None = None
-    raw_output: str | None = None
+    raw_output: str | None = Field(
+        default=None, description=f"a malformed output's text: its first {RAW_OUTPUT_KEEP} "
+        "bytes (UTF-8, invalid bytes written \\xNN)")
+    raw_output_size: int | None = Field(
+        default=None, description="the malformed output's full size in bytes (UTF-8)")
+    raw_output_sha256: str | None = Field(
+        default=None, description="the SHA-256 of the whole malformed output (UTF-8)")
+    usage_flag: str | None = Field(
+        default=None, description="token counts the server reported that are not believable "
+        "(negative, not whole, absurd): left out of this record and of every sum")
     error: str | None = None
     env_notice: str | None = Field(
         default=None, description="what the env noticed about this turn's screen (e.g. not "
@@ -111,6 +169,12 @@ class StepRecord(BaseModel):
         "exit_code, timed_out, duration_s, truncated")
     harness: TurnTimes | None = Field(
         default=None, description="the harness's own time in this turn (not the model's)")
+
+    def keep_raw_output(self, text: str) -> None:
+        """Record a malformed output: its first bytes, its size and hash (:func:`kept_output`)."""
+        kept = kept_output(text)
+        self.raw_output, self.raw_output_size = kept.text, kept.size
+        self.raw_output_sha256 = kept.sha256
 
     @property
     def call(self) -> CodeToolCall | None:

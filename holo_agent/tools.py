@@ -8,13 +8,19 @@ converting against a proportionally resized image that was sent, without a secon
 
 Validation is strict: a coordinate must be a JSON integer (not a float, string, list or range)
 inside [0, 1000]; anything else is rejected, never guessed.
+
+:func:`parse_step` turns *any* model output into a ``Step`` or a :class:`StepParseError` (the
+model's malformed output), never another exception: output longer than
+:data:`MAX_OUTPUT_CHARS`, text that is not valid Unicode (lone surrogates), a number past
+Python's digit limit, nesting past the recursion limit, ``NaN``/``Infinity``, JSON that is not an
+object, a schema mismatch, and whatever else fails on the way are all malformed.
 """
 
 from __future__ import annotations
 
 import copy
 import json
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal, NoReturn, Union
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
@@ -219,10 +225,27 @@ def step_json_schema_text(code_actions: bool = False) -> str:
     return json.dumps(_CODE_SCHEMA if code_actions else _SCHEMA, indent=2, ensure_ascii=False)
 
 
+MAX_OUTPUT_CHARS = 200_000
+"""The longest model output parsed as a Step (characters). A Step is a note, a one-line thought
+and one tool call; a longer output is malformed before it is parsed (a 30 MB answer is never
+decoded, typed or sent back to the model)."""
+
+
+MAX_REASON_CHARS = 500
+"""The longest reason a malformed output is given (it is recorded and sent back to the model)."""
+
+
+def printable(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters, valid UTF-8 (a lone surrogate written ``\\udXXX``)."""
+    return text[:limit].encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 class StepParseError(ValueError):
-    """The model output is not a valid Step; ``reason`` is one line naming the problem."""
+    """The model output is not a valid Step; ``reason`` is one line naming the problem (at most
+    :data:`MAX_REASON_CHARS`, valid UTF-8, whatever part of the output it quotes)."""
 
     def __init__(self, reason: str) -> None:
+        reason = printable(" ".join(reason.split()), MAX_REASON_CHARS)
         super().__init__(reason)
         self.reason = reason
 
@@ -230,26 +253,72 @@ class StepParseError(ValueError):
 def _describe(err: ValidationError) -> str:
     parts = []
     for e in err.errors()[:4]:
-        loc = ".".join(str(p) for p in e["loc"])
-        parts.append(f"{loc}: {e['msg']} (got {json.dumps(e.get('input'), default=str)[:80]})")
+        loc = printable(".".join(str(p) for p in e["loc"]), 60)
+        got = json.dumps(e.get("input"), default=str)[:80]
+        parts.append(f"{loc}: {printable(e['msg'], 120)} (got {got})")
     return "schema mismatch: " + "; ".join(parts)
 
 
-def parse_step(text: str | None, code_actions: bool = False) -> Step | CodeStep:
-    """Parse the model's message content into a ``Step`` or raise :class:`StepParseError`
-    (a ``run_code`` call is malformed unless ``code_actions``)."""
-    if text is None or not text.strip():
-        raise StepParseError("empty output: expected one Step JSON object")
+def _no_constant(name: str) -> NoReturn:
+    raise StepParseError(f"invalid JSON: {name} is not a JSON number")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise StepParseError(f"invalid JSON: the number {printable(text, 40)} is out of range")
+    return value
+
+
+def _parse(text: str, code_actions: bool) -> Step | CodeStep:
+    """The checks of :func:`parse_step`, which may raise anything (it turns all into
+    :class:`StepParseError`)."""
+    if len(text) > MAX_OUTPUT_CHARS:
+        raise StepParseError(f"output too long: {len(text)} characters (a Step is at most "
+                             f"{MAX_OUTPUT_CHARS})")
     try:
-        data = json.loads(text)
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise StepParseError(f"invalid Unicode: {exc.reason} at character {exc.start}") from None
+    try:
+        data = json.loads(text, parse_constant=_no_constant, parse_float=_finite)
     except json.JSONDecodeError as exc:
         raise StepParseError(f"invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}")
+    except RecursionError:
+        raise StepParseError("invalid JSON: nested too deeply") from None
+    except ValueError as exc:
+        if isinstance(exc, StepParseError):
+            raise
+        raise StepParseError(f"invalid JSON: {printable(str(exc), 120)}") from None
     if not isinstance(data, dict):
         raise StepParseError(f"invalid JSON: expected an object, got {type(data).__name__}")
     try:
-        return (_CODE_STEP_ADAPTER if code_actions else _STEP_ADAPTER).validate_python(data)
+        step = (_CODE_STEP_ADAPTER if code_actions else _STEP_ADAPTER).validate_python(data)
     except ValidationError as exc:
         raise StepParseError(_describe(exc)) from None
+    try:  # what is kept, recorded and sent back: a string holding a lone surrogate is not
+        step.model_dump_json()
+    except ValueError as exc:
+        raise StepParseError(f"invalid Unicode in a string of the Step "
+                             f"({printable(str(exc), 120)})") from None
+    return step
+
+
+def parse_step(text: object, code_actions: bool = False) -> Step | CodeStep:
+    """Parse the model's message content into a ``Step`` or raise :class:`StepParseError`
+    (a ``run_code`` call is malformed unless ``code_actions``). Nothing else escapes: any
+    failure on the way is the output's (see the module docstring)."""
+    if text is None or (isinstance(text, str) and not text.strip()):
+        raise StepParseError("empty output: expected one Step JSON object")
+    if not isinstance(text, str):
+        raise StepParseError(f"expected text, got {type(text).__name__}")
+    try:
+        return _parse(text, code_actions)
+    except StepParseError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - every failure (RecursionError too) is the output's
+        raise StepParseError(f"unparseable output ({type(exc).__name__}: "
+                             f"{printable(str(exc), 120)})") from None
 
 
 def to_pixel(value: int, size: int) -> int:

@@ -17,7 +17,13 @@ from pathlib import Path
 from typing import Any
 
 from holo_agent.code_tool import run_status
-from holo_agent.records import REFERENCE_POLICY_LABEL, StepRecord, Trajectory, read_traj
+from holo_agent.records import (
+    RAW_OUTPUT_KEEP,
+    REFERENCE_POLICY_LABEL,
+    StepRecord,
+    Trajectory,
+    read_traj,
+)
 from holo_agent.recorder import atomic_write
 from holo_agent.replay.evidence import evidence_view
 from holo_agent.replay.overlay import overlay
@@ -82,6 +88,16 @@ def _stats(rec: StepRecord) -> list[str]:
     return stats
 
 
+def _raw_label(rec: StepRecord) -> str:
+    """``raw output``, with its full size and hash when the record has them (it keeps only the
+    first bytes of a long one)."""
+    if rec.raw_output_size is None or not rec.raw_output_sha256:
+        return "raw output"
+    size = (f"{rec.raw_output_size} bytes" if rec.raw_output_size <= RAW_OUTPUT_KEEP
+            else f"the first {RAW_OUTPUT_KEEP} of {rec.raw_output_size} bytes")
+    return f"raw output ({size}, sha256 {rec.raw_output_sha256[:16]}…)"
+
+
 def _step_view(i: int, rec: StepRecord, src: str | None) -> dict[str, Any]:
     """What the step card shows (texts are cut and escaped in the template)."""
     call = rec.call
@@ -99,6 +115,7 @@ def _step_view(i: int, rec: StepRecord, src: str | None) -> dict[str, Any]:
         "typed": call if isinstance(call, WriteTool) else None, "pressed": keys,
         "code": code, "code_status": run_status(rec.code or {}) if code else "",
         "stats": _stats(rec), "thumb": f"{rec.step} {name or 'error'}",
+        "raw_label": _raw_label(rec),
     }
 
 
