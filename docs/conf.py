@@ -61,12 +61,12 @@ source_suffix = {".md": "markdown", ".rst": "restructuredtext"}
 exclude_patterns = ["_build", "_ext", "Thumbs.db", ".DS_Store"]
 myst_enable_extensions = ["colon_fence", "deflist", "fieldlist"]
 myst_heading_anchors = 3
-suppress_warnings = ["myst.header"]
+# "--samples" stays two hyphens and '"a" | "b"' straight quotes (options and JSON values)
+smartquotes = False
 
 # --- autodoc ----------------------------------------------------------------------------------
 autodoc_member_order = "bysource"
 autodoc_typehints = "description"
-autodoc_class_signature = "separated"
 autodoc_default_options = {"show-inheritance": True}
 autodoc_mock_imports = ["ray", "vllm", "torch", "transformers"]
 

@@ -265,11 +265,20 @@ def default_of(info: Any) -> str:
             return "computed"
         if is_model(type(value)):
             return "see below"
-        return code(repr(value))
+        return code(_json(value))
     if info.default is PydanticUndefined:
         return "required"
-    return code(repr(info.default) if not isinstance(info.default, str)
-                else f'"{info.default}"')
+    return code(_json(info.default))
+
+
+def _json(value: Any) -> str:
+    """A default as the file holds it (``null``, ``""``, ``[]``)."""
+    import json
+
+    try:
+        return json.dumps(value)
+    except TypeError:
+        return repr(value)
 
 
 def schema_page(name: str, target: str, slug: str, note: str) -> str:
