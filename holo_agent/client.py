@@ -1,5 +1,12 @@
 """Chat completions through ``openai.OpenAI``: its retries, timeouts and error types.
 
+A request (each attempt) has a total deadline of ``timeout`` seconds from sending it to the
+last byte of the answer (:mod:`holo_agent.deadline`), not ``timeout`` per read: past it, it is a
+timeout like any other. The answer is read as JSON by Python's own rules (a lone surrogate in the
+content is the model's text, judged by :func:`holo_agent.tools.parse_step`), and whatever a
+chat completion holds, the loop gets text or None for its content and reasoning, and a dict for
+its usage (checked by :mod:`holo_agent.usage`).
+
 Retried by openai, up to ``max_retries`` times: connection errors, timeouts, dropped connections,
 HTTP 408/409/429/5xx, and a 200 whose body is not a chat completion (a response hook checks the
 body and raises :class:`NotAChatCompletion`, an ``httpx2.DecodingError``; openai retries such
@@ -26,6 +33,7 @@ basic auth and removed from the shown URL. Errors are raised ``from None``: an o
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 from dataclasses import dataclass
@@ -38,6 +46,7 @@ from openai.types.chat import ChatCompletion
 from pydantic import BaseModel, Field, ValidationError
 
 from computer_env.errors import ConfigurationError, ModelEndpointError
+from holo_agent.deadline import RequestDeadline
 from holo_agent.errors import ContextOverflow, HarnessRequestError
 
 log = logging.getLogger(__name__)
@@ -62,7 +71,7 @@ class ChatResponse:
 
     content: str | None
     reasoning: str | None
-    usage: dict[str, Any]
+    usage: Any  # as the server sent it: a dict, or anything (holo_agent.usage checks it)
     finish_reason: str | None
     latency_s: float  # the answered attempt's request/response time
     attempts: int  # 1 + the retries openai took
@@ -148,6 +157,8 @@ class ChatClient:
         self._sent = 0  # requests sent by the current call (its attempts)
         self._http = openai.DefaultHttpx2Client(
             auth=auth, event_hooks={"request": [self._count], "response": [_require_completion]})
+        self.deadline = RequestDeadline(timeout)  # the whole request, not each read
+        self.deadline.install(self._http)
         self._no_key = not api_key
         self._openai = _BackoffOpenAI(
             base_url=self.base_url, api_key=api_key or NO_KEY, timeout=timeout,
@@ -178,7 +189,8 @@ class ChatClient:
         except openai.APIStatusError as exc:
             raise self._status_error(exc) from None
         except openai.APITimeoutError as exc:
-            raise self._failed(f"timeout ({_cause(exc)})") from None
+            raise self._failed(f"timeout ({_cause(exc)}: no complete answer within the "
+                               f"request's deadline of {self.deadline.seconds:g} s)") from None
         except openai.APIConnectionError as exc:
             cause = exc.__cause__
             what = (str(cause) if isinstance(cause, NotAChatCompletion)
@@ -218,23 +230,51 @@ def _require_completion(response: httpx2.Response) -> None:
     """Response hook: a 200 from ``/chat/completions`` must be a chat completion."""
     if response.status_code != 200 or not response.request.url.path.endswith("/chat/completions"):
         return
-    try:
-        CompletionShape.model_validate_json(response.read())
+    try:  # Python's JSON rules, as openai reads it (a lone surrogate's escape is JSON)
+        CompletionShape.model_validate(json.loads(response.read()))
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "body"
         raise NotAChatCompletion(
             f"HTTP 200 with a body that is not a chat completion ({where}: {first['msg']})",
             request=response.request) from None
+    except (ValueError, RecursionError) as exc:  # not JSON, not UTF-8, nested past the limit
+        raise NotAChatCompletion(
+            f"HTTP 200 with a body that is not JSON ({type(exc).__name__}: {str(exc)[:120]})",
+            request=response.request) from None
+
+
+def _text(value: Any) -> str | None:
+    """Message content or reasoning as text: a string as it is, content parts joined (their
+    ``text`` strings), anything else None."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):  # some servers return content parts
+        return "".join(t for p in value if isinstance(p, dict)
+                       and isinstance(t := p.get("text"), str))
+    return None
+
+
+def _usage(usage: Any) -> Any:
+    """The completion's ``usage`` as the server sent it (openai does not validate it): a dict,
+    None, or whatever else it was (:func:`holo_agent.usage.check_usage` judges it)."""
+    if isinstance(usage, BaseModel):  # built without validation: any value, any type
+        try:
+            return usage.model_dump(exclude_none=True, warnings=False)
+        except Exception:  # noqa: BLE001 - judged as what it is
+            return usage
+    return usage
 
 
 def _view(completion: ChatCompletion, latency: float, attempts: int) -> ChatResponse:
+    """The loop's view of a completion (its first choice); no field the server sent can make
+    this fail (:class:`CompletionShape` was checked on the body)."""
     choice = completion.choices[0]
     msg = choice.message
-    content: Any = msg.content
-    if isinstance(content, list):  # some servers return content parts
-        content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
-    reasoning = getattr(msg, "reasoning_content", None) or getattr(msg, "reasoning", None)
-    usage = completion.usage.model_dump(exclude_none=True) if completion.usage else {}
-    return ChatResponse(content=content, reasoning=reasoning, usage=usage,
-                        finish_reason=choice.finish_reason, latency_s=latency, attempts=attempts)
+    reasoning = (_text(getattr(msg, "reasoning_content", None))
+                 or _text(getattr(msg, "reasoning", None)))
+    finish = getattr(choice, "finish_reason", None)
+    return ChatResponse(content=_text(getattr(msg, "content", None)), reasoning=reasoning,
+                        usage=_usage(completion.usage),
+                        finish_reason=finish if isinstance(finish, str) else None,
+                        latency_s=latency, attempts=attempts)
