@@ -10,6 +10,11 @@ step again). The step is ``policy(instruction, step_index, request)`` when a pol
 returns one, else the solution's step, else (past the solution's end) :data:`DONE_STEP`; a task
 with neither raises :class:`NoSolution`. The completion carries ``usage`` (:mod:`.usage`) and a
 ``reasoning_content``.
+
+A step may also be raw text instead of a Step (:func:`raw`): model output that is not a Step at
+all, sent verbatim as the message content (a hostile policy's parser bombs). Its ``k``-th text
+answers the ``k``-th ask of that step (a re-ask after malformed output asks the same step again;
+:func:`reasks` counts them from the conversation).
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import json
 import time
 from typing import Any, Callable
 
+from holo_agent.conversation import REASK_TOOL
 from holo_agent.reference.conformance import extract_instruction
 from holo_agent.reference.faults import bad_content
 from holo_agent.reference.usage import prompt_tokens, text_tokens
@@ -30,6 +36,54 @@ DONE_STEP: dict[str, Any] = {
     "note": None, "thought": "The scripted solution is finished.",
     "tool_call": {"tool_name": "answer", "content": "DONE"},
 }
+
+
+RAW_CONTENT = "raw_content"
+"""The key of a raw-text step (:func:`raw`); a Step has no such field."""
+_REASK_OPEN = f'<tool_output tool="{REASK_TOOL}">'
+
+
+RawText = str | Callable[[], str]
+"""A raw model output: the text, or a function that makes it when it is sent (an enormous text
+is not held by every process that loads the policy)."""
+
+
+def raw(*texts: RawText) -> dict[str, Any]:
+    """A model turn that is raw text, not a Step: ``texts[k]`` is sent verbatim as the message
+    content on the ``k``-th ask of the step (0: the first, then each re-ask), the last text
+    again past the end."""
+    if not texts or not all(isinstance(t, str) or callable(t) for t in texts):
+        raise ValueError("raw(): one or more texts (or functions that make them)")
+    return {RAW_CONTENT: texts}
+
+
+def is_raw(step: dict[str, Any]) -> bool:
+    """True for a raw-text step (:func:`raw`)."""
+    return RAW_CONTENT in step
+
+
+def reasks(messages: list[dict[str, Any]]) -> int:
+    """How many times the current step was re-asked: the re-ask messages after the last
+    assistant turn (:func:`holo_agent.conversation.reask_text`)."""
+    count = 0
+    for message in reversed(messages):
+        if message.get("role") == "assistant":
+            break
+        content = message.get("content")
+        if message.get("role") == "user" and isinstance(content, str) \
+                and content.startswith(_REASK_OPEN):
+            count += 1
+    return count
+
+
+def step_content(step: dict[str, Any], messages: list[dict[str, Any]]) -> str:
+    """The message content that answers with ``step``: its raw text for this ask, or the
+    Step's JSON."""
+    if is_raw(step):
+        texts = step[RAW_CONTENT]
+        text = texts[min(reasks(messages), len(texts) - 1)]
+        return text() if callable(text) else str(text)
+    return json.dumps(step, ensure_ascii=False)
 
 
 class NoSolution(LookupError):
@@ -55,6 +109,8 @@ def validate_solutions(solutions: dict[str, list[dict[str, Any]]]) -> None:
     """Raise ``ValueError`` naming the task and step of the first step that is not a Step."""
     for instruction, steps in solutions.items():
         for i, step in enumerate(steps):
+            if is_raw(step):  # model output that is not a Step, on purpose
+                continue
             try:
                 parse_step(json.dumps(step), code_actions=True)
             except StepParseError as exc:
@@ -84,10 +140,10 @@ def completion_payload(body: dict[str, Any], step: dict[str, Any], index: int, *
                        content_fault: str | None) -> dict[str, Any]:
     """The chat completion answering ``body`` with ``step`` (step ``index`` of the task),
     its content spoiled by ``content_fault`` when one is injected."""
-    content = json.dumps(step, ensure_ascii=False)
-    if content_fault:
+    content = step_content(step, body["messages"])
+    if content_fault and not is_raw(step):
         content = bad_content(content_fault, step)
-    tool = step.get("tool_call", {}).get("tool_name")
+    tool = "raw text" if is_raw(step) else step.get("tool_call", {}).get("tool_name")
     reasoning = (f"Reference policy, step {index} of the scripted solution for this task: "
                  f"{tool}." + (f" (injected fault: {content_fault})" if content_fault else ""))
     reasoning_t = text_tokens(reasoning)

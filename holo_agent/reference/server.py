@@ -35,7 +35,7 @@ from holo_agent.reference.faults import FaultPlan
 from holo_agent.reference.judge import JUDGE_MODEL, judge_completion
 from holo_agent.reference.usage import prompt_tokens
 from holo_agent.reference.script import (
-    DONE_STEP, NoSolution, Policy, completion_payload, next_step, validate_solutions,
+    DONE_STEP, NoSolution, Policy, completion_payload, is_raw, next_step, validate_solutions,
 )
 
 __all__ = ["DONE_STEP", "NoSolution", "Policy", "ReferenceEndpoint"]
@@ -160,7 +160,8 @@ class ReferenceEndpoint:
         """Build the chat completion for a conforming request."""
         step, index, instruction = self.next_step(body)
         log.info("request %d: conforms; task %r step %d -> %s%s", self.request_count,
-                 instruction[:60], index, step.get("tool_call", {}).get("tool_name"),
+                 instruction[:60], index,
+                 "raw text" if is_raw(step) else step.get("tool_call", {}).get("tool_name"),
                  f" (injected fault: {content_fault})" if content_fault else "")
         return completion_payload(body, step, index, model_name=self.model_name,
                                   request_id=self.request_count, content_fault=content_fault)
