@@ -1,5 +1,6 @@
 """The OSWorld suite through ``--provider docker`` with the locally built guest-server image:
-two xdist workers, each with its own container on Docker-assigned ports; nothing left after."""
+two xdist workers, each with its own container (on a network of its own) on Docker-assigned
+ports; nothing left after."""
 
 from __future__ import annotations
 
@@ -26,3 +27,5 @@ def test_smoke_suite_runs_on_docker_desktops(tmp_path: Path, docker_client: Any)
     # every container of the run is gone (labelled with the run id)
     left = docker_client.containers.list(all=True, filters={"label": "holo-bench.run=dock"})
     assert left == [], [c.name for c in left]
+    nets = docker_client.networks.list(filters={"label": "holo-bench.run=dock"})
+    assert nets == [], [n.name for n in nets]  # nor any desktop's own network
