@@ -117,12 +117,18 @@ def options_page() -> str:
         "and this page come from that declaration. An option given on the command line beats "
         "its environment twin, and both beat a `--profile`.",
         "",
-        "| section | options |",
-        "|---|---|",
+        "| option | section | default | environment twin |",
+        "|---|---|---|---|",
     ]
     for section, items in sections.items():
-        flags = ", ".join(f"[{code(o.names()[0])}](#{anchor(o.names()[0])})" for o, _ in items)
-        lines.append(f"| [{section}](#section-{section}) | {flags} |")
+        for o, d in items:
+            flag = o.names()[0]
+            default = opts.default_text(d) if d is not None else None
+            if d is not None and opts.is_flag(d):
+                default = "off"
+            twins = " ".join(code(e) for e in d.opt.env) if d is not None and d.opt else ""
+            lines.append(f"| [{code(flag)}](#{anchor(flag)}) | [{section}](#section-{section}) "
+                         f"| {_default_cell(d, default)} | {twins} |")
     lines.append("")
     for section, items in sections.items():
         model = SECTIONS.get(section)
@@ -133,6 +139,15 @@ def options_page() -> str:
         for option, d in items:
             lines += option_entry(option, d, opts)
     return "\n".join(lines) + "\n"
+
+
+def _default_cell(d: Any, default: str | None) -> str:
+    """A default in the summary table: a value as code, a description as text."""
+    if default is None:
+        return ""
+    if d is not None and d.opt is not None and d.opt.default_text is not None:
+        return cell(default)
+    return code(default)
 
 
 def anchor(flag: str) -> str:
