@@ -16,8 +16,9 @@ from typing import Any
 
 MAX_TOKENS = 10**8
 """The most prompt tokens one request may report (no model reads a hundred million)."""
-MAX_COMPLETION_TOKENS = 10**7
-"""The most completion (or reasoning) tokens one answer may report."""
+MAX_COMPLETION_TOKENS = 10**6
+"""The most completion (or reasoning) tokens one answer may report (models stop at a few
+hundred thousand)."""
 
 
 @dataclass(frozen=True)
