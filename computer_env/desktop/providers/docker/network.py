@@ -36,6 +36,7 @@ import ipaddress
 import logging
 import os
 import re
+import secrets
 import shlex
 import shutil
 import subprocess
@@ -84,6 +85,15 @@ def firewall_missing() -> str | None:
     if shutil.which("iptables") is None:
         return "the host firewall of Docker desktops needs `iptables` on PATH"
     return None
+
+
+def new_tag() -> str:
+    """A random tag for a new desktop network whose bridge name no interface here has (Docker
+    would put a second network on an existing bridge of that name)."""
+    while True:
+        tag = secrets.token_hex(3)
+        if not Path(f"/sys/class/net/{BRIDGE_PREFIX}{tag}").exists():
+            return tag
 
 
 def chain_names(owner_pid: int, tag: str) -> tuple[str, str]:
@@ -368,5 +378,5 @@ def sweep_dead_chains() -> list[str]:
 
 
 __all__ = ["BLOCKED_DESTINATIONS", "DesktopNet", "SUBNETS", "chain_names",
-           "desktop_chains", "firewall_missing", "remove_chains",
+           "desktop_chains", "firewall_missing", "new_tag", "remove_chains",
            "sweep_dead_chains", "sweep_dead_networks", "sweep_run_networks"]

@@ -38,7 +38,7 @@ from computer_env.desktop.providers.docker.containers import (
 from computer_env.desktop.providers.docker.host import (KVM_SLOWDOWN, ImageKind, connect,
                                                        docker_errors, kvm_usable, preflight)
 from computer_env.desktop.providers.docker.network import (DesktopNet, firewall_missing,
-                                                          sweep_dead_networks,
+                                                          new_tag, sweep_dead_networks,
                                                           sweep_run_networks)
 from computer_env.desktop.providers.docker.seccomp import run_container
 from computer_env.desktop.providers.limits import (DesktopLimits, cgroup_breaches,
@@ -330,7 +330,7 @@ class DockerProvider(DesktopProvider):
         """Create a network and start a container on it (does not wait for readiness)."""
         client = client or self._docker()
         token = secrets.token_urlsafe(24) if self.kind == "guest-server" else None
-        tag = secrets.token_hex(3)
+        tag = new_tag()
         name = f"holo-{self.worker}-{os.getpid()}-{tag}"
         owned = labels(run_id=self.run_id, worker=self.worker,
                        controller_pid=self.controller_pid, role=role)
