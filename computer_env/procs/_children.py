@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import logging
 import os
+import selectors
 import subprocess
 import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -16,6 +18,64 @@ from computer_env.procs._ops import descendants, kill_pids, signal_group
 from computer_env.procs._spawn import become_subreaper, spawn
 
 log = logging.getLogger(__name__)
+
+
+OUTPUT_LINGER_S = 1.0
+"""How long a command's output is still read after it exited (for what its background children
+print last); a child that keeps the pipe open longer is not waited for."""
+OUTPUT_LIMIT = 16 << 20
+"""Bytes of each output stream kept; the rest is drained (the command never blocks on a full
+pipe) and dropped."""
+
+
+def _text(data: bytearray, dropped: int) -> str:
+    text = data.decode("utf-8", "replace")
+    return text + (f"\n[{dropped} more bytes of output dropped]" if dropped else "")
+
+
+def collect_output(proc: subprocess.Popen[Any], timeout: float) -> tuple[str, str, bool]:
+    """Read ``proc``'s stdout and stderr (binary pipes) until both close, or until
+    :data:`OUTPUT_LINGER_S` after it exited, or ``timeout``: (stdout, stderr, timed out). Bytes
+    that are not UTF-8 become U+FFFD."""
+    kept: dict[int, bytearray] = {}
+    dropped: dict[int, int] = {}
+    sel = selectors.DefaultSelector()
+    for stream in (proc.stdout, proc.stderr):
+        if stream is not None:
+            sel.register(stream.fileno(), selectors.EVENT_READ)
+            kept[stream.fileno()], dropped[stream.fileno()] = bytearray(), 0
+    deadline = time.monotonic() + timeout
+    exited_at: float | None = None
+    timed_out = False
+    try:
+        while sel.get_map():
+            now = time.monotonic()
+            if exited_at is None and proc.poll() is not None:
+                exited_at = now
+            if exited_at is not None and now - exited_at >= OUTPUT_LINGER_S:
+                break
+            if exited_at is None and now >= deadline:
+                timed_out = True
+                break
+            limit = deadline if exited_at is None else exited_at + OUTPUT_LINGER_S
+            for key, _ in sel.select(timeout=max(0.0, min(limit - now, 0.1))):
+                chunk = os.read(key.fd, 65536)
+                if not chunk:
+                    sel.unregister(key.fd)
+                    continue
+                room = OUTPUT_LIMIT - len(kept[key.fd])
+                kept[key.fd] += chunk[:max(room, 0)]
+                dropped[key.fd] += max(len(chunk) - max(room, 0), 0)
+    finally:
+        sel.close()
+    if not timed_out:
+        try:
+            proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            timed_out = True
+    fds = [s.fileno() if s is not None else -1 for s in (proc.stdout, proc.stderr)]
+    out, err = (_text(kept[fd], dropped[fd]) if fd in kept else "" for fd in fds)
+    return out, err, timed_out
 
 
 class ChildProcesses:
@@ -57,21 +117,29 @@ class ChildProcesses:
     def run(self, command: str | Sequence[str], *, shell: bool = False, timeout: float = 120.0,
             cwd: Path | str | None = None, merge_stderr: bool = False,
             env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-        """Run to completion; on timeout kill its whole group and raise ``TimeoutExpired``."""
+        """Run to completion; on timeout kill its whole group and raise ``TimeoutExpired``
+        (with what it printed so far). Its output is read until the command exits and its
+        pipes close, or :data:`OUTPUT_LINGER_S` after it exited, whichever comes first: a
+        daemon it left holding them (``server &`` without a redirect) never holds the answer;
+        each stream keeps its first :data:`OUTPUT_LIMIT` bytes (the rest is read and dropped,
+        noted at its end)."""
         proc = self.popen(command, shell=shell, stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT if merge_stderr else subprocess.PIPE,
-                          cwd=cwd, env=env)
+                          cwd=cwd, env=env, text=False)
         try:
-            out, err = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            self.kill(proc)
-            proc.communicate()
-            raise
+            out, err, timed_out = collect_output(proc, timeout)
+            if timed_out:
+                self.kill(proc)
+                proc.wait()
+                raise subprocess.TimeoutExpired(proc.args, timeout, output=out, stderr=err)
         finally:
+            for stream in (proc.stdout, proc.stderr):
+                if stream is not None:
+                    stream.close()
             self.forget(proc)
         # The command is done, but what it started in its group in the background is not ours
         # to end here: a command may deliberately leave a daemon behind (like OSWorld's server).
-        return subprocess.CompletedProcess(proc.args, proc.returncode, out, err or "")
+        return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
     def forget(self, proc: subprocess.Popen[Any]) -> None:
         """Stop tracking a process that has been waited for."""
