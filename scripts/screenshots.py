@@ -69,6 +69,12 @@ def click_step(case: Path) -> int | None:
     return None
 
 
+def _shown(path: Path) -> str:
+    """A path as the pictures show it: relative to the checkout where it is inside it."""
+    path = path.resolve()
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
+
+
 def shrink(png: Path) -> None:
     """To a 256-colour PNG (a screenshot of pages and desktops keeps its look)."""
     from PIL import Image
@@ -104,8 +110,8 @@ def main(argv: list[str] | None = None) -> int:
         task_list.write_text(json.dumps(tasks))
         log_path = Path(tmp) / "run.log"
         cmd = [sys.executable, "-m", "pytest", "tests/osworld", "-n", str(args.workers), "-v",
-               "--task-list", str(task_list), "--watch", "--reference-faults", "delay=1",
-               "--results-dir", str(args.results_dir), "--run", run]
+               "--task-list", _shown(task_list), "--watch", "--reference-faults", "delay=1",
+               "--results-dir", _shown(args.results_dir), "--run", run]
         print("screenshots: running", " ".join(cmd[2:]), flush=True)
         with log_path.open("wb") as log:
             child = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
