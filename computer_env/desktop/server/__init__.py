@@ -1,6 +1,7 @@
 """The guest server: OSWorld's in-VM HTTP API plus a token, a fast action path and Unicode typing.
 
-Run it with ``python -m computer_env.desktop.server --host H --port P --token-file F``.
+Run it with ``python -m computer_env.desktop.server --host H --port P --token-fd N`` (or
+``--token-file F``).
 Heavy modules (Flask, mss, pyautogui) load lazily; importing this package is cheap.
 """
 
