@@ -20,9 +20,10 @@ APT_PACKAGES := xvfb xdotool wmctrl openbox x11-utils xterm x11-xserver-utils xa
 	gsettings-desktop-schemas gnome-shell-common gnome-settings-daemon-common libglib2.0-bin \
 	zip unzip bc jq xsel
 
-.PHONY: setup apt venv realtimegym serve-cpu tiny-model run test check smoke bench docker-image clean
+.PHONY: setup apt venv realtimegym serve-cpu tiny-model run test test-fast test-desktop test-e2e \
+	check smoke bench docker-image clean
 
-setup: apt venv realtimegym serve-cpu
+setup: apt venv realtimegym
 
 apt:
 	@missing=$$(for p in $(APT_PACKAGES); do \
@@ -107,9 +108,29 @@ tiny-model: serve-cpu
 run:
 	$(PYTEST) tests/osworld -n 2
 
-# The project's own tests (what CI runs; `make docker-image` first, or the Docker tests skip).
-test:
-	$(PYTEST) tests/harness -n 2 --dist loadgroup
+# The project's own tests, in three tiers; tests/harness/helpers/tiers.py marks each test by what
+# it uses (README, "The project's tests"). `make test` runs all three, fast first; CI too.
+#   test-fast     pure logic and in-process parts: no X server, sandbox, container, vLLM, Ray or
+#                 child suite, no root (minutes)
+#   test-desktop  real local desktops (root: the sandbox's namespaces and cgroups)
+#   test-e2e      child suite runs, Docker (`make docker-image` first, or they skip), a real vLLM
+#                 (the target installs vLLM's CPU build: serve-cpu), Ray
+# --dist loadgroup keeps the tests of one xdist_group (the real-vLLM ones) on one worker. Each test
+# has its tier's time limit; HOLO_TEST_TIME_SCALE=N multiplies every wait and limit of the tests
+# on a slow host (tests/harness/helpers/polling.py).
+TEST_WORKERS ?= 2
+HARNESS := $(PYTEST) tests/harness -n $(TEST_WORKERS) --dist loadgroup --strict-markers \
+	--durations=30 $(PYTEST_ARGS)
+test: test-fast test-desktop test-e2e
+
+test-fast:
+	$(HARNESS) -m "not desktop and not e2e"
+
+test-desktop:
+	$(HARNESS) -m "desktop and not e2e"
+
+test-e2e: serve-cpu
+	$(HARNESS) -m "e2e"
 
 # Types, layers and import circles (configured in pyproject.toml: [tool.mypy],
 # [tool.importlinter]; scripts/import_cycles.py: no circle between modules); CI runs it before

@@ -1,4 +1,9 @@
-"""Three things every harness test process needs.
+"""What every harness test process needs.
+
+- **Tiers.** Every test is marked by what it uses (``helpers/tiers.py``): ``desktop`` (a real
+  local desktop), ``e2e`` (a child benchmark run, Docker, a real vLLM, Ray), or neither (the
+  fast tier: ``make test-fast``). The marks are applied here at collection, from the fixtures
+  and helpers each test reaches; a test that starts what its tier does not allow fails.
 
 - The shared helpers (``tests/harness/helpers``: ``polling``, ``xdesktop``, ``localdesk``,
   ``suite``, ``audit_suite``, the chaos plugin, the scoring jobs...) are imported by bare name
@@ -33,6 +38,12 @@ import scipy.stats  # noqa: F401
 HELPERS = Path(__file__).resolve().parent / "helpers"
 if str(HELPERS) not in sys.path:
     sys.path.insert(0, str(HELPERS))
+
+from tests.harness.helpers import tiers  # noqa: E402
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.pluginmanager.register(tiers.TierPlugin(), "holo-test-tiers")
 
 
 @pytest.hookimpl(trylast=True)

@@ -108,9 +108,10 @@ def _play(case: GameCase, pacing: str) -> GameComputerEnv:
     return env
 
 
+# wall-clock pacing plays each game in real time (100 turns of 0.5 s): the end-to-end tier
 END_TO_END = [pytest.param(c, "turn", id=f"{c.case_id}-turn") for c in all_cases(seeds=[0])] + [
-    pytest.param(c, "wallclock", id=f"{c.case_id}-wallclock") for c in all_cases(loads=["M"],
-                                                                                   seeds=[0])]
+    pytest.param(c, "wallclock", id=f"{c.case_id}-wallclock", marks=pytest.mark.e2e)
+    for c in all_cases(loads=["M"], seeds=[0])]
 
 
 @needs_realtimegym

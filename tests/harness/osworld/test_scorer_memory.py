@@ -32,13 +32,17 @@ from computer_env.osworld.context import TaskContext
 from computer_env.osworld.catalog.tasks import Task
 from fixtures.cases.outcomes import classify
 from test_osworld_evaluate import cache, make_ctx, task
+from tests.harness.helpers.tiers import E2E, needs
 
 CAP_MIB = 1024
 """The test's cap: room for OSWorld's metrics (~400 MiB ``VmData``), far below the bomb."""
 
 
 @pytest.fixture
+@needs(E2E)
 def scorer() -> Iterator[Scorer]:
+    """A real scoring process under the test's memory cap; its tests build sheets of millions
+    of cells until the cap stops them (tens of seconds of CPU): the end-to-end tier."""
     s = Scorer(timeout=240, memory_cap_mib=CAP_MIB)
     yield s
     s.close()
