@@ -1,6 +1,7 @@
 """``--provider docker``: desktops in Docker containers (OSWorld's QEMU image or the project's
-guest-server image): the provider, its containers, its Docker host, and the seccomp profile
-that lets the guest-server image make its nest.
+guest-server image): the provider, its containers, the network and host-side firewall of
+each desktop, its Docker host, and the seccomp profile that lets the guest-server image make
+its nest.
 
 May import: the shared provider modules (``base``, ``options``, ``registry``, ``limits``,
 ``ports``); never another provider.
