@@ -14,6 +14,7 @@ their own. Skipped where ``.venv-vllm`` is absent.
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import os
@@ -76,6 +77,14 @@ def server(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterat
         yield endpoint
     finally:
         servers.close()
+
+
+@functools.cache
+def vllm_version() -> str:
+    """The version of the vLLM in .venv-vllm, as the package says it."""
+    return subprocess.run([str(VLLM_PY), "-c", "import vllm; print(vllm.__version__)"],
+                          check=True, cwd=ROOT, capture_output=True, text=True,
+                          timeout=300).stdout.strip().splitlines()[-1]
 
 
 def screenshot(width: int = 1920, height: int = 1080, seed: int = 0) -> bytes:
@@ -295,6 +304,14 @@ def test_base_url_run_with_the_real_judge_is_scored_with_a_replay(server: Endpoi
     assert judge["status"] in ("scored", "unscored"), judge
     assert judge["rule_score"] == result["score"]
     assert "judge" in run.summary["protocols"]
+    # the harness card: the attached server as it describes itself
+    card = json.loads((run.run_dir / "card.json").read_text())
+    assert card == run.summary["card"] and card["model"]["plays"] == "model"
+    (served,) = card["model"]["servers"]
+    assert (served["kind"], served["url"], served["model"]) == ("attach", server.url,
+                                                                server.model)
+    assert served["version"] == vllm_version() and served["max_model_len"] == SERVER_LEN
+    assert served["command"] is None and card["sampling"]["judge_model"] == server.model
 
 
 @shared
@@ -393,6 +410,22 @@ def test_serve_plays_a_desktop_case_and_a_game_with_the_real_loop(tiny_model: Pa
     log = (run.run_dir / "logs" / "vllm-cpu.log").read_text()
     posts = [line for line in log.splitlines() if "POST /v1/chat/completions" in line]
     assert posts and all(" 200 OK" in line for line in posts), posts[-5:]
+    # the harness card holds the server's version, its context length and the serve command
+    card = json.loads((run.run_dir / "card.json").read_text())
+    assert card == run.summary["card"] and card["complete"] is True
+    (served,) = card["model"]["servers"]
+    assert served["kind"] == "serve" and served["model"] == str(tiny_model)
+    assert served["version"] == vllm_version()
+    assert served["max_model_len"] == 65537  # --serve's --max-model-len for Holo
+    cmd = served["command"]
+    assert cmd[:5] == [str(VLLM_PY), "-m", "vllm.entrypoints.openai.api_server", "--model",
+                       str(tiny_model)], cmd
+    assert cmd[cmd.index("--max-model-len") + 1] == "65537" and "--port" in cmd
+    assert served["environment"]["VLLM_TARGET_DEVICE"] == "cpu"
+    assert f"version {served['version']}, context 65537" in run.output
+    assert "serve command: " + " ".join(cmd[:3]) in run.output
+    assert card["tasks"]["benchmarks"] == {"osworld": 1, "realtimegym": 1}
+    assert card["tasks"]["games"]["pacing"] == "turn"
     wait_for(lambda: not tagged_processes(tag), "every process of the run to end", 60)
     assert not vllm_processes(str(tiny_model))
 
