@@ -5,11 +5,9 @@
   fast tier: ``make test-fast``). The marks are applied here at collection, from the fixtures
   and helpers each test reaches; a test that starts what its tier does not allow fails.
 
-- The shared helpers (``tests/harness/helpers``: ``polling``, ``xdesktop``, ``localdesk``,
-  ``suite``, ``audit_suite``, the chaos plugin, the scoring jobs...) are imported by bare name
-  from every folder (``from polling import wait_for``): their folder goes first on ``sys.path``
-  here, before any test module of any folder is imported. A child process that needs them gets
-  the same folder as ``PYTHONPATH`` (``tests/harness/helpers``).
+- The shared helpers are one package, imported one way:
+  ``from tests.harness.helpers.polling import wait_for``. A bare ``from polling import ...``
+  (the old way, which made a second module object of the same file) fails with that advice.
 
 - ``scipy.stats`` (and so numpy) is imported once, up front: several tests run a suite
   in-process with ``pytester``, which unloads the modules a run imported, and numpy cannot be
@@ -28,6 +26,7 @@ fails the test that did.
 
 from __future__ import annotations
 
+import importlib.abc
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -35,11 +34,25 @@ from pathlib import Path
 import pytest
 import scipy.stats  # noqa: F401
 
-HELPERS = Path(__file__).resolve().parent / "helpers"
-if str(HELPERS) not in sys.path:
-    sys.path.insert(0, str(HELPERS))
+from tests.harness.helpers import tiers
 
-from tests.harness.helpers import tiers  # noqa: E402
+HELPERS = Path(__file__).resolve().parent / "helpers"
+
+
+class _BareHelperImport(importlib.abc.MetaPathFinder):
+    """Refuses ``import polling`` and the like for a module of ``tests/harness/helpers`` (the
+    helpers are imported one way: ``tests.harness.helpers.<name>``)."""
+
+    def find_spec(self, name: str, path: object = None, target: object = None) -> None:
+        if "." not in name and (HELPERS / f"{name}.py").is_file():
+            raise ImportError(f"import the harness helper {name!r} as "
+                              f"tests.harness.helpers.{name} (one module object per file)",
+                              name=name)
+        return None
+
+
+if not any(isinstance(f, _BareHelperImport) for f in sys.meta_path):
+    sys.meta_path.insert(0, _BareHelperImport())
 
 
 def pytest_configure(config: pytest.Config) -> None:

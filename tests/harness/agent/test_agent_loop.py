@@ -28,7 +28,7 @@ from holo_agent import (
 )
 from holo_agent.conversation import EVICTED
 from holo_agent.reference import CONTENT_FAULTS, ReferenceEndpoint
-from memenv import MemoryEnv
+from tests.harness.helpers.memenv import MemoryEnv
 
 TASK = "Click OK, type hello and save."
 

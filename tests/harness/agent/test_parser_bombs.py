@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from audit_suite import BUILTIN_TASK, audit_run
+from tests.harness.helpers.audit_suite import BUILTIN_TASK, audit_run
 from fixtures.cases.integrity.audit import HARNESS_CRASH, summarize_audit
 from fixtures.cases.records.results import TaskResult
 from holo_agent import HoloComputerAgent
@@ -28,7 +28,7 @@ from holo_agent.reference import ReferenceEndpoint, raw
 from holo_agent.reference.exploits import hostile_endpoint, model_name, registry
 from holo_agent.reference.exploits.model_output import HUGE_BYTES, huge
 from holo_agent.replay import render_replay
-from memenv import MemoryEnv
+from tests.harness.helpers.memenv import MemoryEnv
 
 HERE = Path(__file__).resolve().parent
 TASK = "Do whatever the task says."

@@ -23,11 +23,11 @@ from holo_agent import HoloComputerAgent, Recorder, read_traj, render_replay
 from holo_agent.reference import ReferenceEndpoint
 from holo_agent.tools import AnswerTool, ClickTool, RunCodeTool, ScrollTool, WriteTool
 from holo_agent.replay import REFERENCE_LABEL
-from memenv import MemoryEnv
-from polling import wait_for
+from tests.harness.helpers.memenv import MemoryEnv
+from tests.harness.helpers.polling import wait_for
 
 TASK = "Rename the file <b>report</b> & save it."
-HELPERS = Path(__file__).resolve().parents[1] / "helpers"
+ROOT = Path(__file__).resolve().parents[3]
 KEY = "sk-live-DO-NOT-WRITE-4f2a9c"
 EVIL_THOUGHT = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2">'
 
@@ -135,9 +135,9 @@ def test_screenshot_extension_follows_mime(tmp_path: Path) -> None:
 CHILD = """
 import sys
 from pathlib import Path
-sys.path.insert(0, {here!r})
+sys.path.insert(0, {root!r})
 from holo_agent import HoloComputerAgent, Recorder
-from memenv import MemoryEnv
+from tests.harness.helpers.memenv import MemoryEnv
 agent = HoloComputerAgent({url!r}, "reference-policy", api_key={key!r},
                           recorder=Recorder(Path({task_dir!r})))
 agent.run(MemoryEnv({task!r}, 800, 600), max_steps=200)
@@ -147,7 +147,7 @@ agent.run(MemoryEnv({task!r}, 800, 600), max_steps=200)
 def test_files_parse_after_a_killed_run(tmp_path: Path) -> None:
     steps = [s("wait", thought=f"waiting {i}", seconds=0) for i in range(200)]
     with ReferenceEndpoint({TASK: steps}, faults="delay=0.1", require_api_key=KEY) as ep:
-        code = CHILD.format(here=str(HELPERS), url=ep.url, key=KEY, task_dir=str(tmp_path), task=TASK)
+        code = CHILD.format(root=str(ROOT), url=ep.url, key=KEY, task_dir=str(tmp_path), task=TASK)
         proc = subprocess.Popen([sys.executable, "-c", code], start_new_session=True,
                                 preexec_fn=set_pdeathsig, stderr=subprocess.PIPE)
         try:

@@ -24,7 +24,7 @@ from holo_agent.judge import build_judge_messages
 from holo_agent.reference import ReferenceEndpoint
 from holo_agent.reference.judge import JUDGE_MODEL, judge_completion
 from holo_agent.reference.usage import image_tokens
-from reference_requests import PNG, TASK, good_body
+from tests.harness.helpers.reference_requests import PNG, TASK, good_body
 
 SOLUTION = [
     {"note": None, "thought": "open", "tool_call": {"tool_name": "click", "element": "file",

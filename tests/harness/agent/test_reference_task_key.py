@@ -15,8 +15,8 @@ import pytest
 
 
 from holo_agent.reference import ReferenceEndpoint, check_request, solution_key
-from suite import run_suite
-from reference_requests import TASK, good_body
+from tests.harness.helpers.suite import run_suite
+from tests.harness.helpers.reference_requests import TASK, good_body
 
 
 def _say(word: str) -> list[dict[str, Any]]:

@@ -10,7 +10,7 @@ import pytest
 
 from holo_agent import HoloComputerAgent, Recorder, render_replay
 from holo_agent.reference import ReferenceEndpoint
-from memenv import MemoryEnv
+from tests.harness.helpers.memenv import MemoryEnv
 
 CHROMIUM = Path("/usr/bin/chromium")
 TASK = "Click OK three times."

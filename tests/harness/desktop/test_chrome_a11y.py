@@ -15,8 +15,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from localdesk import guest_sh, local_desktop
-from polling import wait_for
+from tests.harness.helpers.localdesk import guest_sh, local_desktop
+from tests.harness.helpers.polling import wait_for
 
 needs_desktop = pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("bwrap"),
                                    reason="the local sandbox needs root and bubblewrap")

@@ -16,7 +16,7 @@ import pytest
 
 from computer_env.desktop.client import DesktopClient
 from computer_env.desktop.providers.local.bwrap import GUEST_SUBPACKAGES, guest_code, package_dir
-from localdesk import guest_sh, local_desktop
+from tests.harness.helpers.localdesk import guest_sh, local_desktop
 
 PKG = package_dir()
 ROOT = PKG.parent

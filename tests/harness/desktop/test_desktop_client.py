@@ -18,8 +18,8 @@ from PIL import Image
 from computer_env.desktop.client import DesktopClient, DesktopRequestError, ExecResult
 from computer_env.desktop.providers.base import DesktopHandle
 from computer_env.errors import VMUnreachable
-from polling import wait_for
-from xdesktop import GuestServer, XDesktop, wait_for_focus, wait_for_window
+from tests.harness.helpers.polling import wait_for
+from tests.harness.helpers.xdesktop import GuestServer, XDesktop, wait_for_focus, wait_for_window
 
 
 @pytest.fixture(scope="module")

@@ -17,9 +17,9 @@ from computer_env.desktop.providers.limits import DesktopLimits, default_cpus, h
 from computer_env.desktop.providers.local.provider import LocalSandboxProvider
 from computer_env.desktop.providers.registry import ProviderOptions, make_provider
 from computer_env.desktop.providers.local.session import SandboxSession
-from localdesk import guest_sh
-from parsed_settings import settings_of
-from polling import wait_for
+from tests.harness.helpers.localdesk import guest_sh
+from tests.harness.helpers.parsed_settings import settings_of
+from tests.harness.helpers.polling import wait_for
 
 needs_sandbox = pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("bwrap"),
                                    reason="the local sandbox needs root and bubblewrap")

@@ -21,7 +21,7 @@ from computer_env.desktop.providers.local import netns
 from computer_env.desktop.providers.local.cgroups import session_cgroups
 from computer_env.desktop.providers.local.provider import LocalSandboxProvider
 from fixtures.cases.desktops.pool import sweep_network_leftovers
-from localdesk import local_desktop
+from tests.harness.helpers.localdesk import local_desktop
 from tests.harness.helpers.suite import as_foreground
 
 pytestmark = [

@@ -21,8 +21,8 @@ from computer_env.desktop.providers.local.session import SandboxSession
 from computer_env.errors import ResourceLimitError
 from fixtures.cases.outcomes import classify
 from fixtures.cases.desktops.pool import VMPool
-from localdesk import guest_sh, local_desktop
-from polling import wait_for
+from tests.harness.helpers.localdesk import guest_sh, local_desktop
+from tests.harness.helpers.polling import wait_for
 
 pytestmark = [
     pytest.mark.desktop,

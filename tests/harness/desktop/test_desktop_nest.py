@@ -14,8 +14,8 @@ import pytest
 
 from computer_env.desktop.client import DesktopClient
 from computer_env.desktop.providers.local.provider import LocalSandboxProvider
-from localdesk import guest_sh, local_desktop
-from polling import wait_for
+from tests.harness.helpers.localdesk import guest_sh, local_desktop
+from tests.harness.helpers.polling import wait_for
 
 pytestmark = [
     pytest.mark.desktop,

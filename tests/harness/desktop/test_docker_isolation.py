@@ -34,8 +34,8 @@ from computer_env.desktop.providers.docker.network import (DesktopNet, desktop_c
 from computer_env.desktop.providers.docker.provider import (DockerProvider,
                                                             sweep_dead_leftovers,
                                                             sweep_run_leftovers)
-from dockerd import IMAGE, docker_client  # noqa: F401  (the fixture: daemon + image or skip)
-from polling import wait_for
+from tests.harness.helpers.dockerd import IMAGE, docker_client  # noqa: F401 (fixture)
+from tests.harness.helpers.polling import wait_for
 
 ROOT = Path(__file__).resolve().parents[3]
 

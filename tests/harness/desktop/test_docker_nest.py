@@ -11,7 +11,7 @@ import pytest
 
 from computer_env.desktop.client import DesktopClient
 from computer_env.desktop.providers.docker.provider import DockerProvider
-from dockerd import IMAGE, docker_client  # noqa: F401  (daemon + image or skip)
+from tests.harness.helpers.dockerd import IMAGE, docker_client  # noqa: F401 (fixture)
 
 pytestmark = [pytest.mark.docker, pytest.mark.desktop]
 SUDO = "echo password | sudo -S -p '' "

@@ -21,8 +21,8 @@ from computer_env.desktop.client import DesktopClient
 from computer_env.desktop.providers.docker.provider import DockerProvider
 from computer_env.desktop.providers.docker.containers import LABEL_PID, sweep_dead_containers
 from computer_env.errors import ConfigurationError
-from dockerd import IMAGE, docker_client  # noqa: F401  (the fixture: daemon + image or skip)
-from polling import wait_for
+from tests.harness.helpers.dockerd import IMAGE, docker_client  # noqa: F401 (fixture)
+from tests.harness.helpers.polling import wait_for
 
 ROOT = Path(__file__).resolve().parents[3]
 BASE_IMAGE = "holo-bench/debian-base:bookworm"

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from dockerd import docker_client  # noqa: F401  (the fixture: daemon + image or skip)
+from tests.harness.helpers.dockerd import docker_client  # noqa: F401 (fixture)
 from tests.harness.helpers.suite import run_suite
 
 pytestmark = [pytest.mark.docker, pytest.mark.desktop]

@@ -32,8 +32,8 @@ from computer_env.osworld.prepare.ready import (
     window_problem,
     x_window_state,
 )
-from polling import wait_for
-from xdesktop import GuestServer, XDesktop, wait_for_window
+from tests.harness.helpers.polling import wait_for
+from tests.harness.helpers.xdesktop import GuestServer, XDesktop, wait_for_window
 
 JSON = {"Content-Type": "application/json"}
 

@@ -26,8 +26,8 @@ from computer_env.desktop.providers.local import netns
 from computer_env.desktop.providers.base import DesktopHandle
 from computer_env.desktop.providers.local.provider import LocalSandboxProvider
 from computer_env.errors import ConfigurationError
-from localdesk import local_desktop
-from polling import wait_for
+from tests.harness.helpers.localdesk import local_desktop
+from tests.harness.helpers.polling import wait_for
 
 pytestmark = [
     pytest.mark.desktop,

@@ -13,7 +13,7 @@ import pytest
 from computer_env.procs import (ChildProcesses, descendants, kill_group, parent_pid,
                                 running_since, spawn)
 from computer_env.retry import RetryPolicy
-from polling import wait_for
+from tests.harness.helpers.polling import wait_for
 
 
 def _alive(pid: int) -> bool:

@@ -12,8 +12,8 @@ import string
 import pytest
 
 from computer_env.desktop.client import DesktopClient
-from localdesk import guest_sh, local_desktop
-from polling import wait_for
+from tests.harness.helpers.localdesk import guest_sh, local_desktop
+from tests.harness.helpers.polling import wait_for
 
 pytestmark = [
     pytest.mark.desktop,

@@ -15,8 +15,8 @@ import pytest
 
 from computer_env.desktop.client import DesktopClient
 from computer_env.osworld.prepare.ready_window import x_window_state
-from localdesk import local_desktop
-from polling import wait_for
+from tests.harness.helpers.localdesk import local_desktop
+from tests.harness.helpers.polling import wait_for
 
 pytestmark = [
     pytest.mark.desktop,

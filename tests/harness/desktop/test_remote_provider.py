@@ -20,7 +20,7 @@ from computer_env.desktop.providers.osworld_cloud import OSWorldCloudProvider, p
 from computer_env.desktop.providers.remote import RemoteProvider, split_url_token
 from computer_env.errors import ConfigurationError, VMUnreachable
 from computer_env.procs import kill_group, spawn
-from polling import wait_for
+from tests.harness.helpers.polling import wait_for
 
 ROOT = Path(__file__).resolve().parents[3]
 

@@ -22,7 +22,7 @@ from PIL import Image, ImageChops
 
 from computer_env.desktop.client import DesktopClient
 from computer_env.desktop.server.screen import screenshot as ss
-from xdesktop import GuestServer, XDesktop
+from tests.harness.helpers.xdesktop import GuestServer, XDesktop
 
 WIDTH, HEIGHT, TILE = 1920, 1080, 32
 CURSOR_BOX = 64  # pixels around the hotspot that the cursor may cover

@@ -25,9 +25,8 @@ from typing import Any
 import pytest
 import requests
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "helpers"))
-from polling import wait_for  # noqa: E402
-from xdesktop import GuestServer, XDesktop, wait_for_window  # noqa: E402
+from tests.harness.helpers.polling import wait_for
+from tests.harness.helpers.xdesktop import GuestServer, XDesktop, wait_for_window
 
 # 60 characters: German, French, €, ✓, Greek, CJK and an emoji (outside the BMP).
 MIXED = "Grüße aus Köln! Çà et là, crème brûlée 9€ ✓ Ωμέγα 中文输入 😀 fin"

@@ -15,7 +15,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_typing import type_into_mousepad, type_into_xterm  # noqa: E402
-from xdesktop import GuestServer, XDesktop  # noqa: E402
+from tests.harness.helpers.xdesktop import GuestServer, XDesktop  # noqa: E402
 
 LINES = "\n".join(f"line {i}: x = {i * 7}; // ok" for i in range(12))
 

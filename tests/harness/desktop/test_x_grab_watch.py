@@ -18,8 +18,8 @@ import pytest
 
 from computer_env.desktop.server.x11.xclients import process_state, x_clients
 from computer_env.desktop.server.x11.xwatch import XWatch
-from polling import wait_for
-from suite import ROOT, first_smoke_tasks, run_suite, task_list_file
+from tests.harness.helpers.polling import wait_for
+from tests.harness.helpers.suite import CHAOS, ROOT, first_smoke_tasks, run_suite, task_list_file
 
 GRAB = ("import ctypes,sys,time;x=ctypes.CDLL('libX11.so.6');x.XOpenDisplay.restype=ctypes.c_void_p;"
         "d=ctypes.c_void_p(x.XOpenDisplay(None));x.XGrabServer(d);x.XSync(d,0);"
@@ -121,8 +121,8 @@ def test_a_stopped_x_server_is_no_grab_and_kills_nothing(
 def test_an_x_server_stopped_from_the_host_stays_the_environments(tmp_path: Path) -> None:
     tasks = first_smoke_tasks(1, exclude_domains=("chrome",))
     run = run_suite(tmp_path, "stopx", "--task-list", str(task_list_file(tmp_path, tasks)),
-                    "-n0", "-p", "chaos", "--infra-rerun-delay", "0",
-                    env={"PYTHONPATH": str(ROOT / "tests" / "harness" / "helpers"), "CHAOS_STOP_X": "agent"})
+                    "-n0", *CHAOS, "--infra-rerun-delay", "0",
+                    env={"PYTHONPATH": str(ROOT), "CHAOS_STOP_X": "agent"})
     (result,) = run.results().values()
     assert result["attempts"] == 2, result  # the stopped desktop's attempt was rerun
     assert result["outcome"] == "passed", result["message"]

@@ -16,8 +16,9 @@ import pytest
 
 from computer_env.desktop.client import DesktopRequestError
 from fixtures.cases.outcomes import classify
-from polling import wait_for
-from suite import (
+from tests.harness.helpers.polling import wait_for
+from tests.harness.helpers.suite import (
+    CHAOS,
     ROOT,
     first_smoke_tasks,
     kill_group,
@@ -27,7 +28,7 @@ from suite import (
     task_list_file,
 )
 
-CHAOS_ENV = {"PYTHONPATH": str(ROOT / "tests" / "harness" / "helpers")}
+CHAOS_ENV = {"PYTHONPATH": str(ROOT)}
 
 
 def test_a_desktop_5xx_is_infrastructure_and_a_4xx_is_not() -> None:
@@ -42,7 +43,7 @@ def test_a_dead_x_server_mid_task_is_rerun_and_every_case_is_in_the_summary(
         tmp_path: Path) -> None:
     tasks = first_smoke_tasks(2, exclude_domains=("chrome",))
     run = run_suite(tmp_path, "deadx", "--task-list", str(task_list_file(tmp_path, tasks)),
-                    "-n0", "-p", "chaos", "--infra-rerun-delay", "0",
+                    "-n0", *CHAOS, "--infra-rerun-delay", "0",
                     env={**CHAOS_ENV, "CHAOS_KILL_X": "agent"})
     results = run.results()
     assert len(results) == 2, run.output[-3000:]

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from polling import wait_for
+from tests.harness.helpers.polling import wait_for
 from tests.harness.helpers.suite import (
+    CHAOS,
     ROOT,
     first_smoke_tasks,
     kill_group,
@@ -28,7 +29,7 @@ from tests.harness.helpers.suite import (
 pytestmark = pytest.mark.desktop
 
 AHEAD = ("--spare-desktop", "on", "--setup-ahead", "on", "-n0")
-CHAOS_ENV = {"PYTHONPATH": str(ROOT / "tests" / "harness" / "helpers")}
+CHAOS_ENV = {"PYTHONPATH": str(ROOT)}
 
 
 def _three(tmp_path: Path) -> tuple[Path, list[str]]:
@@ -79,7 +80,7 @@ def test_a_rerun_of_the_case_before_stops_the_agent_started_ahead(tmp_path: Path
     task_file, ids, order = _three_in_order(tmp_path)
     env = {**CHAOS_ENV, "CHAOS_KILL_SERVER": "evaluate"}
     run = run_suite(tmp_path, "rerun", "--task-list", str(task_file), "--order", "collected",
-                    "-p", "chaos", "--infra-rerun-delay", "0", "-o", "log_cli=true",
+                    *CHAOS, "--infra-rerun-delay", "0", "-o", "log_cli=true",
                     "--log-cli-level=INFO", *AHEAD, env=env)
     assert run.rc == 0, run.output[-3000:]
     results = run.results()
@@ -107,7 +108,7 @@ def test_a_failed_set_up_ahead_is_the_next_cases_rerun_not_the_current_cases(
     task_file, ids, (first, second, third) = _three_in_order(tmp_path)
     env = {**CHAOS_ENV, "CHAOS_AHEAD_SETUP_FAIL": second.split("/", 1)[1]}
     run = run_suite(tmp_path, "fail", "--task-list", str(task_file), "--order", "collected",
-                    "-p", "chaos", "--infra-rerun-delay", "0", *AHEAD, env=env)
+                    *CHAOS, "--infra-rerun-delay", "0", *AHEAD, env=env)
     assert run.rc == 0, run.output[-3000:]
     results = run.results()
     assert {cid: r["outcome"] for cid, r in results.items()} == dict.fromkeys(ids, "passed")

@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from polling import wait_for
+from tests.harness.helpers.polling import wait_for
 from tests.harness.helpers.suite import (
+    CHAOS,
     ROOT,
     first_smoke_tasks,
     kill_group,
@@ -28,7 +29,7 @@ from tests.harness.helpers.suite import (
 
 pytestmark = pytest.mark.desktop
 
-CHAOS_ENV = {"PYTHONPATH": str(ROOT / "tests" / "harness" / "helpers")}
+CHAOS_ENV = {"PYTHONPATH": str(ROOT)}
 FAST = ("--infra-reruns", "1", "--infra-rerun-delay", "0", "--endpoint-retries", "1",
         "--endpoint-backoff", "0.05")
 
@@ -170,7 +171,7 @@ def test_endpoint_killed_mid_task_is_unscored(tmp_path: Path) -> None:
 
 def test_vm_server_killed_mid_task_is_rerun_on_a_new_desktop(tmp_path: Path) -> None:
     tasks, _, task_id = _one_task(tmp_path)
-    run = run_suite(tmp_path, "rvm", "--task-list", str(tasks), "-p", "chaos",
+    run = run_suite(tmp_path, "rvm", "--task-list", str(tasks), *CHAOS,
                     "--infra-rerun-delay", "0", env={**CHAOS_ENV, "CHAOS_KILL_SERVER": "agent"})
     assert run.rc == 0, run.output[-3000:]
     (result,) = run.results().values()
@@ -184,7 +185,7 @@ def test_vm_server_killed_mid_task_is_rerun_on_a_new_desktop(tmp_path: Path) -> 
 
 def test_evaluator_getter_failure_is_infra_not_zero(tmp_path: Path) -> None:
     tasks, _, task_id = _one_task(tmp_path)
-    run = run_suite(tmp_path, "reval", "--task-list", str(tasks), "-p", "chaos",
+    run = run_suite(tmp_path, "reval", "--task-list", str(tasks), *CHAOS,
                     "--infra-rerun-delay", "0", env={**CHAOS_ENV, "CHAOS_KILL_SERVER": "evaluate"})
     assert run.rc == 0, run.output[-3000:]
     (result,) = run.results().values()
@@ -199,12 +200,12 @@ def test_lf_reruns_exactly_failed_and_unscored(tmp_path: Path) -> None:
     task_file = task_list_file(tmp_path, tasks)
     cache = ("-o", f"cache_dir={tmp_path / 'cache'}")
     env = {**CHAOS_ENV, "CHAOS_WRONG": bad, "CHAOS_UNREACHABLE": un}
-    first = run_suite(tmp_path, "lf1", "--task-list", str(task_file), "-p", "chaos", *cache,
+    first = run_suite(tmp_path, "lf1", "--task-list", str(task_file), *CHAOS, *cache,
                       *FAST, env=env)
     assert _outcomes(first) == {f"{d_ok}/{ok}": "passed", f"{d_bad}/{bad}": "failed",
                                 f"{d_un}/{un}": "unscored"}, first.output[-3000:]
     assert first.results()[f"{d_bad}/{bad}"]["score"] == 0.0
-    second = run_suite(tmp_path, "lf2", "--task-list", str(task_file), "-p", "chaos", *cache,
+    second = run_suite(tmp_path, "lf2", "--task-list", str(task_file), *CHAOS, *cache,
                        "--lf", "--collect-only", env=env)
     selected = {line.split("[", 1)[1].rstrip("]") for line in second.output.splitlines()
                 if "test_osworld[" in line}

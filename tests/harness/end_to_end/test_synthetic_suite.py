@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from computer_env.synthetic import EXAMPLES_DIR, SyntheticTaskError, load_synthetic_file
-from suite import run_suite
+from tests.harness.helpers.suite import run_suite
 
 GOOD = {"task_instruction": "do it", "verifier_code": "def verify():\n    return False\n",
         "initial_state": {"files": {"~/a.txt": "a"}}}

@@ -19,7 +19,7 @@ from PIL import Image
 
 from computer_env.base import Click, KeyPress, MoveTo, Wait
 from computer_env.realtimegym import GameComputerEnv, ScriptedGame, toy_factory
-from polling import wait_for
+from tests.harness.helpers.polling import wait_for
 
 PERIOD = 0.2
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from suite import SuiteRun, run_suite
+from tests.harness.helpers.suite import SuiteRun, run_suite
 
 BUILTIN_TASK = {"os": ["os-create-report-file"]}
 """The built-in task an exploit's own test is played on (fast to set up)."""

@@ -1,5 +1,5 @@
-"""A pytest plugin for fault-injection tests of the suite (loaded with ``-p chaos`` and
-``PYTHONPATH=tests/harness/helpers`` in a child run). It injects REAL faults into the real system:
+"""A pytest plugin for fault-injection tests of the suite (loaded with
+``-p tests.harness.helpers.chaos`` in a child run). It injects REAL faults into the real system:
 
 - ``CHAOS_KILL_SERVER=agent``: on a case's first attempt, kill the desktop's guest server
   (SIGKILL, from the host, by its host pid: nothing inside the sandbox can reach it) as soon as
@@ -47,7 +47,7 @@ from computer_env.errors import SetupError
 from computer_env.osworld import EvaluatorUnsupported
 from computer_env.osworld.scoring.scorer import scorer
 from holo_agent.reference import solution_key
-from polling import wait_for
+from tests.harness.helpers.polling import wait_for
 
 _done: set[str] = set()
 _pools: list[Any] = []  # the worker's desktop pool, seen when a case's agent starts
@@ -145,7 +145,8 @@ def pytest_configure(config: pytest.Config) -> None:
         if task.id in _ids("CHAOS_EVAL_ABORT_ALWAYS") or (
                 task.id in _ids("CHAOS_EVAL_ABORT") and f"abort:{task.id}" not in _done):
             _done.add(f"abort:{task.id}")
-            scorer().call("scorer_fault_jobs:abort", f"the evaluation of {task.case_id}",
+            scorer().call("tests.harness.helpers.scorer_fault_jobs:abort",
+                          f"the evaluation of {task.case_id}",
                           reads_agent_state=True)
         if task.id in _ids("CHAOS_HARNESS_BUG"):
             try:

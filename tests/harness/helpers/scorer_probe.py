@@ -1,6 +1,6 @@
-"""A pytest plugin (``-p scorer_probe``) for a child suite run: at the end of the session, each
-process writes its peak resident memory and which of OSWorld's heavy modules it imported to
-``$SCORER_PROBE_DIR/<worker>.json``."""
+"""A pytest plugin (``-p tests.harness.helpers.scorer_probe``) for a child suite run: at the end
+of the session, each process writes its peak resident memory and which of OSWorld's heavy modules
+it imported to ``$SCORER_PROBE_DIR/<worker>.json``."""
 
 from __future__ import annotations
 

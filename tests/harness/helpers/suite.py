@@ -21,6 +21,9 @@ OSWORLD_DATA = Path(os.environ.get(
 """OSWorld's evaluation_examples, in the ``shared/`` folder beside the checkout (data for tests
 only; override with $OSWORLD_EXAMPLES)."""
 
+CHAOS = ("-p", "tests.harness.helpers.chaos")
+"""Arguments that load the fault-injection plugin (``helpers/chaos.py``) into a child run."""
+
 _FOREGROUND = ("import os, signal, sys\n"
                "for s in (signal.SIGINT, signal.SIGHUP):\n"
                "    signal.signal(s, signal.SIG_DFL)\n"

@@ -18,7 +18,7 @@ from typing import Any
 
 from computer_env.procs import set_pdeathsig
 
-from polling import wait_for
+from tests.harness.helpers.polling import wait_for
 
 
 def _read_line(fd: int, timeout: float, what: str) -> str:

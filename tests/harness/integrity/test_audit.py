@@ -17,12 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from audit_suite import BUILTIN_TASK, audit_run
+from tests.harness.helpers.audit_suite import BUILTIN_TASK, audit_run
 from computer_env.synthetic import EXAMPLES_DIR
 from fixtures.cases.integrity.audit import AUDIT_BANNER
 from fixtures.cases.integrity.known_flaws import INFEASIBLE_BY_DESIGN
 from holo_agent.reference.exploits import exploits_for
-from suite import OSWORLD_DATA
+from tests.harness.helpers.suite import OSWORLD_DATA
 
 pytestmark = [
     pytest.mark.desktop,

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from audit_suite import BUILTIN_TASK, audit_run
+from tests.harness.helpers.audit_suite import BUILTIN_TASK, audit_run
 from computer_env.synthetic import EXAMPLES_DIR
 
 pytestmark = [

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from audit_suite import AuditRun, audit_run
+from tests.harness.helpers.audit_suite import AuditRun, audit_run
 
 pytestmark = [
     pytest.mark.desktop,

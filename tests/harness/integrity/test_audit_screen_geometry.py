@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from audit_suite import audit_run
+from tests.harness.helpers.audit_suite import audit_run
 from computer_env.osworld.env import fit_to_screen
 
 

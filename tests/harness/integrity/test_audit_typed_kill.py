@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from PIL import Image
 
-from audit_suite import audit_run
-from dockerd import docker_client  # noqa: F401  (the fixture: daemon + image or skip)
+from tests.harness.helpers.audit_suite import audit_run
+from tests.harness.helpers.dockerd import docker_client  # noqa: F401 (fixture)
 
 pytestmark = [pytest.mark.desktop]
 LOCAL_SANDBOX = pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("bwrap"),

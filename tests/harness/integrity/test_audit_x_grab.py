@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from audit_suite import audit_run
+from tests.harness.helpers.audit_suite import audit_run
 from holo_agent.reference.exploits.xserver import GRAB_INPUT, GRAB_SERVER
-from suite import run_suite
-from dockerd import docker_client  # noqa: F401  (the fixture: daemon + image or skip)
+from tests.harness.helpers.suite import run_suite
+from tests.harness.helpers.dockerd import docker_client  # noqa: F401 (fixture)
 
 pytestmark = [pytest.mark.desktop]
 LOCAL_SANDBOX = pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("bwrap"),

@@ -15,7 +15,7 @@ from fixtures.report.tables.protocol_summary import agreement
 from fixtures.cases.records.results import TaskResult
 from holo_agent.judge import JudgeClient, JudgeParseError, parse_verdict
 from holo_agent.reference import ReferenceEndpoint
-from suite import run_suite, task_list_file
+from tests.harness.helpers.suite import run_suite, task_list_file
 
 SOLUTION = [
     {"note": None, "thought": "t", "tool_call": {"tool_name": "press_key", "key": "enter"}},

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from computer_env.synthetic import EXAMPLES_DIR
-from suite import run_suite
+from tests.harness.helpers.suite import run_suite
 
 pytestmark = [
     pytest.mark.desktop,

@@ -16,7 +16,7 @@ import pytest
 from computer_env.desktop.client import DesktopClient
 from computer_env.osworld.guards.tamper import compare, fingerprint
 from computer_env.synthetic import run_verifier
-from localdesk import guest_sh, local_desktop
+from tests.harness.helpers.localdesk import guest_sh, local_desktop
 
 pytestmark = [
     pytest.mark.desktop,

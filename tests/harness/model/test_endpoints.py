@@ -38,8 +38,8 @@ from fixtures.cases.models.vllm_serve import VllmServers
 from fixtures.run.run_start import builtin_solutions_by_instruction
 from holo_agent.client import ChatClient
 from holo_agent.reference import ReferenceEndpoint
-from httpstub import CountingServer
-from polling import wait_for
+from tests.harness.helpers.httpstub import CountingServer
+from tests.harness.helpers.polling import wait_for
 from tests.harness.helpers.suite import (
     ROOT,
     SuiteRun,

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from polling import wait_for
+from tests.harness.helpers.polling import wait_for
 
 GUARD = [sys.executable, "-m", "computer_env.procs.group_guard", "--"]
 ROOT = Path(__file__).resolve().parents[3]

@@ -29,7 +29,7 @@ from holo_agent.deadline import RequestDeadline
 from holo_agent.recorder import Recorder
 from holo_agent.replay import render_replay
 from holo_agent.usage import MAX_COMPLETION_TOKENS, MAX_TOKENS, check_usage
-from memenv import MemoryEnv
+from tests.harness.helpers.memenv import MemoryEnv
 
 Answer = Callable[["_Handler", "ChatServer"], None]
 ANSWER_STEP = {"note": None, "thought": "Done.",

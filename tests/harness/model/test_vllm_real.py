@@ -37,9 +37,9 @@ from holo_agent.conversation import Conversation
 from holo_agent.errors import ContextOverflow, HarnessRequestError
 from holo_agent.images import qwen_image_tokens
 from holo_agent.reference import ReferenceEndpoint
-from memenv import MemoryEnv
+from tests.harness.helpers.memenv import MemoryEnv
 from test_group_guard import group_members
-from polling import wait_for
+from tests.harness.helpers.polling import wait_for
 from tests.harness.helpers.suite import ROOT, kill_group, run_suite, start_suite, tagged_processes, \
     task_list_file
 

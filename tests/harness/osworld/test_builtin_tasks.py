@@ -32,7 +32,7 @@ from computer_env.osworld import (
 from computer_env.osworld.scoring.evaluate import evaluate
 from computer_env.osworld.catalog.assets import AssetServer
 from computer_env.osworld.builtin import BUILTIN_ROOT, load_solutions, task_ids
-from localdesk import local_desktop
+from tests.harness.helpers.localdesk import local_desktop
 
 TASKS: list[Task] = load_builtin_tasks()
 SMOKE: list[Task] = load_builtin_tasks("test_smoke")

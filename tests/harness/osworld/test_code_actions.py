@@ -21,7 +21,7 @@ from holo_agent.code_tool import MODEL_CHARS, run_code_action, truncate
 from holo_agent.prompt import build_system_prompt
 from holo_agent.records import read_traj
 from holo_agent.tools import StepParseError, parse_step, step_json_schema
-from suite import run_suite, task_list_file
+from tests.harness.helpers.suite import run_suite, task_list_file
 
 needs_sandbox = pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("bwrap"),
                                    reason="the local sandbox needs root and bubblewrap")

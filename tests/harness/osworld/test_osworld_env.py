@@ -18,7 +18,7 @@ from computer_env.desktop.client import DesktopClient
 from computer_env.osworld import OSWorldComputerEnv, TaskContext, default_vars, wait_until_settled
 from computer_env.osworld.actions import to_pyautogui
 from computer_env.osworld.catalog.tasks import parse_task
-from polling import wait_for
+from tests.harness.helpers.polling import wait_for
 
 pytestmark = [
     pytest.mark.desktop,

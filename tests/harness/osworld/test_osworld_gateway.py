@@ -16,8 +16,8 @@ import httpx
 import pytest
 
 from computer_env.desktop.client import DesktopClient
-from localdesk import local_desktop
-from polling import wait_for
+from tests.harness.helpers.localdesk import local_desktop
+from tests.harness.helpers.polling import wait_for
 
 pytestmark = [
     pytest.mark.desktop,

@@ -26,8 +26,8 @@ from computer_env.osworld.scoring.evaluate import evaluate
 from computer_env.osworld.catalog.download import cache_path
 from computer_env.osworld.prepare.setup_steps import apply_proxy
 from computer_env.osworld.catalog.tasks import parse_task
-from localdesk import local_desktop
-from polling import wait_for
+from tests.harness.helpers.localdesk import local_desktop
+from tests.harness.helpers.polling import wait_for
 
 pytestmark = [
     pytest.mark.desktop,

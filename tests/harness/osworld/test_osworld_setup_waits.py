@@ -26,7 +26,7 @@ from computer_env.osworld.prepare.setup_steps import (
     step_wait,
 )
 from computer_env.osworld.catalog.tasks import SetupStep
-from localdesk import local_desktop
+from tests.harness.helpers.localdesk import local_desktop
 
 EXAMPLES = Path(__file__).resolve().parents[4] / "shared" / "osworld" / "evaluation_examples"
 CHROME_DARK_MODE = "chrome/93eabf48-6a27-4cb6-b963-7d5fe1e0d3a9"

@@ -31,7 +31,7 @@ from computer_env.osworld.prepare.ready import (
 from computer_env.osworld.prepare.ready_page import page_problem, viewport_box
 from computer_env.osworld.prepare.settle import css_rgb, ink_pixels, is_blank, screen_image
 from computer_env.osworld.catalog.tasks import parse_task
-from localdesk import local_desktop
+from tests.harness.helpers.localdesk import local_desktop
 
 GREEN = (0, 160, 0)
 DELAY_S = 6.0

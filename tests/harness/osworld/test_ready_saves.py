@@ -30,8 +30,8 @@ from computer_env.osworld.prepare.ready import (
 from computer_env.osworld.scoring.saves import evaluated_files, wait_for_saves
 from computer_env.osworld.catalog.tasks import load_task_file, parse_task
 from fixtures.cases.outcomes import classify
-from localdesk import local_desktop
-from suite import OSWORLD_DATA
+from tests.harness.helpers.localdesk import local_desktop
+from tests.harness.helpers.suite import OSWORLD_DATA
 
 TASKS = {t.id: t for t in load_builtin_tasks()}
 

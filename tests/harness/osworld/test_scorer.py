@@ -23,12 +23,13 @@ from computer_env.osworld.scoring.evaluate import evaluate
 from computer_env.osworld.errors import EvaluatorUnsupported, SetupUnsupported
 from computer_env.osworld.scoring.scorer import Scorer, ScorerFailed
 from fixtures.cases.outcomes import classify
-from polling import wait_for
+from tests.harness.helpers.polling import wait_for
 from test_osworld_evaluate import TEXT_EQ, cache, make_ctx, put, task
 
 HERE = Path(__file__).resolve().parent
-HELPERS = HERE.parent / "helpers"
 ROOT = HERE.parents[2]
+JOBS = "tests.harness.helpers.scorer_jobs"
+"""The jobs' module, as the scoring process imports it (the project root is on its path)."""
 
 
 @pytest.fixture
@@ -39,7 +40,7 @@ def scorer() -> Iterator[Scorer]:
 
 
 def _job(name: str) -> str:
-    return f"scorer_jobs:{name}"
+    return f"{JOBS}:{name}"
 
 
 @pytest.mark.parametrize("job,cls,message,attrs", [
@@ -85,9 +86,9 @@ def test_an_exception_of_a_class_not_loaded_here_is_a_stand_in(scorer: Scorer) -
     with pytest.raises(ValueError) as info:
         scorer.call(_job("foreign"), "foreign")
     exc = info.value
-    assert (type(exc).__module__, type(exc).__qualname__) == ("scorer_jobs", "MetricBlewUp")
+    assert (type(exc).__module__, type(exc).__qualname__) == (JOBS, "MetricBlewUp")
     assert str(exc) == "3 cells unreadable in Sheet1" and (exc.cells, exc.sheet) == (3, "Sheet1")
-    assert "scorer_jobs" not in sys.modules  # crossing did not import the job's module here
+    assert JOBS not in sys.modules  # crossing did not import the job's module here
 
 
 def test_log_records_are_logged_again_here(scorer: Scorer,
@@ -237,7 +238,7 @@ def test_the_worker_scores_a_spreadsheet_without_importing_osworlds_code(tmp_pat
         book.save(tmp_path / name)
     proc = subprocess.run([sys.executable, "-c", SCRIPT, str(tmp_path)], cwd=ROOT,
                           capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "PYTHONPATH": f"{HERE}:{HELPERS}:{ROOT}"})
+                          env={**os.environ, "PYTHONPATH": f"{HERE}:{ROOT}"})
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert out["score"] == 0.0  # 41 is not 42: OSWorld's compare_table ran (in the scorer)
@@ -254,9 +255,9 @@ def test_a_suite_worker_plays_a_spreadsheet_task_without_osworlds_code(tmp_path:
     calc = builtin_smoke()["libreoffice_calc"][:1]
     probe = tmp_path / "probe"
     probe.mkdir()
-    run = run_suite(tmp_path, "scorer", "-n", "1", "-p", "scorer_probe", "--task-list",
-                    str(task_list_file(tmp_path, {"libreoffice_calc": calc})),
-                    env={"PYTHONPATH": f"{HERE}:{HELPERS}", "SCORER_PROBE_DIR": str(probe)})
+    run = run_suite(tmp_path, "scorer", "-n", "1", "-p", "tests.harness.helpers.scorer_probe",
+                    "--task-list", str(task_list_file(tmp_path, {"libreoffice_calc": calc})),
+                    env={"PYTHONPATH": f"{HERE}:{ROOT}", "SCORER_PROBE_DIR": str(probe)})
     assert run.rc == 0, run.output[-3000:]
     (result,) = run.results().values()
     assert result["outcome"] == "passed" and result["score"] == 1.0

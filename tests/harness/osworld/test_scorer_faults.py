@@ -18,14 +18,15 @@ import pytest
 from computer_env.errors import EvaluatorTimedOut
 from computer_env.osworld.scoring.scorer import EvaluatorAborted, Scorer, ScorerFailed
 from computer_env.osworld.scoring.scorer_budget import budget_s
-from suite import ROOT, run_suite, task_list_file
+from tests.harness.helpers.suite import CHAOS, ROOT, run_suite, task_list_file
 
-HARNESS = str(ROOT / "tests" / "harness" / "helpers")
+HARNESS = str(ROOT)
+JOBS = "tests.harness.helpers.scorer_fault_jobs"
 
 
 @pytest.fixture
 def scorer(monkeypatch: pytest.MonkeyPatch) -> Iterator[Scorer]:
-    monkeypatch.setenv("PYTHONPATH", HARNESS)  # the jobs' module, in the scoring process
+    monkeypatch.setenv("PYTHONPATH", HARNESS)  # the jobs' package, in the scoring process
     if HARNESS not in sys.path:
         sys.path.insert(0, HARNESS)
     s = Scorer(timeout=60)
@@ -36,10 +37,10 @@ def scorer(monkeypatch: pytest.MonkeyPatch) -> Iterator[Scorer]:
 def test_a_fault_in_c_reading_the_agents_state_is_an_abort_elsewhere_the_environments(
         scorer: Scorer) -> None:
     with pytest.raises(EvaluatorAborted, match="killed by SIGABRT") as info:
-        scorer.call("scorer_fault_jobs:abort", "the evaluation", reads_agent_state=True)
+        scorer.call(f"{JOBS}:abort", "the evaluation", reads_agent_state=True)
     assert info.value.signal_name == "SIGABRT"
     with pytest.raises(ScorerFailed, match="killed by SIGABRT") as other:
-        scorer.call("scorer_fault_jobs:abort", "the setup")
+        scorer.call(f"{JOBS}:abort", "the setup")
     assert not isinstance(other.value, EvaluatorAborted)
 
 
@@ -59,14 +60,14 @@ def test_a_metric_on_a_far_larger_result_is_stopped_at_its_budget(scorer: Scorer
     result, expected = tmp_path / "result.xml", tmp_path / "expected.xml"
     result.write_bytes(b"<r>" + b"x" * (16 << 20) + b"</r>")
     expected.write_bytes(b"<r>x</r>")
-    assert scorer.call("scorer_fault_jobs:spin_on", "the evaluation", str(expected),
+    assert scorer.call(f"{JOBS}:spin_on", "the evaluation", str(expected),
                        str(expected), reads_agent_state=True) == "no budget"
     t0 = time.monotonic()
     with pytest.raises(EvaluatorTimedOut, match="CPU budget"):
-        scorer.call("scorer_fault_jobs:spin_on", "the evaluation", str(result), str(expected),
+        scorer.call(f"{JOBS}:spin_on", "the evaluation", str(result), str(expected),
                     reads_agent_state=True)
     assert time.monotonic() - t0 < 20  # its budget (1 s here), not the scorer's 60 s
-    assert scorer.call("scorer_fault_jobs:spin_on", "after", str(expected),
+    assert scorer.call(f"{JOBS}:spin_on", "after", str(expected),
                        str(expected)) == "no budget"  # a fresh process, no limit left
 
 
@@ -82,7 +83,7 @@ def test_an_abort_on_the_agents_state_is_its_zero_only_when_the_initial_state_sc
         tmp_path: Path, mode: str, outcome: str) -> None:
     task = "os-create-report-file"
     run = run_suite(tmp_path, "abort", "--task-list",
-                    str(task_list_file(tmp_path, {"os": [task]})), "-n0", "-p", "chaos",
+                    str(task_list_file(tmp_path, {"os": [task]})), "-n0", *CHAOS,
                     "--infra-rerun-delay", "0", env={"PYTHONPATH": HARNESS, mode: task})
     (r,) = run.results().values()
     if outcome == "failed":  # the control ran cleanly: the agent's 0, at the first attempt

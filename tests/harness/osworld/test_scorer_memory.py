@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from audit_suite import audit_run
+from tests.harness.helpers.audit_suite import audit_run
 from computer_env.errors import ConfigurationError, EvaluatorCrash, EvaluatorOutOfMemory
 from computer_env.osworld.scoring.scorer import (
     MEMORY_CAP_ENV,
@@ -49,7 +49,7 @@ def scorer() -> Iterator[Scorer]:
 
 
 def _job(name: str) -> str:
-    return f"scorer_memory_jobs:{name}"
+    return f"tests.harness.helpers.scorer_memory_jobs:{name}"
 
 
 def write_inflating_xlsx(path: Path, xml_mib: int = 200) -> None:

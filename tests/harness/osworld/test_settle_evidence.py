@@ -20,8 +20,8 @@ from computer_env.desktop.client import DesktopClient
 from computer_env.desktop.server.screen import appcpu
 from computer_env.osworld.prepare import settle as settling
 from computer_env.osworld import wait_until_settled
-from localdesk import local_desktop
-from polling import wait_for
+from tests.harness.helpers.localdesk import local_desktop
+from tests.harness.helpers.polling import wait_for
 
 needs_sandbox = pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("bwrap"),
                                    reason="the local sandbox needs root and bubblewrap")

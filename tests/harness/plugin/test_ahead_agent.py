@@ -12,7 +12,7 @@ import pytest
 
 from fixtures.cases.ahead_agent import AheadAgent, AheadRun, StoppedAhead
 from fixtures.cases.attempt import Attempt
-from polling import wait_for
+from tests.harness.helpers.polling import wait_for
 
 
 def _run(tmp_path: Path, key: str, released: list[Any]) -> AheadRun:

@@ -14,7 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from audit_suite import audit_run
+from tests.harness.helpers.audit_suite import audit_run
 from holo_agent.reference.exploits import model_name
 
 CONFTEST = '''

@@ -23,7 +23,7 @@ from holo_agent import HoloComputerAgent, StepRecord, TurnTimes
 from holo_agent.recorder import Recorder
 from holo_agent.records import read_traj
 from holo_agent.reference import ReferenceEndpoint
-from memenv import MemoryEnv
+from tests.harness.helpers.memenv import MemoryEnv
 
 TASK = "Click OK twice, then say done."
 SOLUTION = [

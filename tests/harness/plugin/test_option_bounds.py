@@ -13,7 +13,7 @@ import pytest
 
 from fixtures.run.config.options import OPTIONS
 from fixtures.run.config.settings import SECTIONS
-from parsed_settings import settings_of as _settings
+from tests.harness.helpers.parsed_settings import settings_of as _settings
 
 ROOT = Path(__file__).resolve().parents[3]
 

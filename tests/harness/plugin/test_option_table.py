@@ -21,7 +21,7 @@ import pytest
 from fixtures.run.config.options import ENV_TWINS, FIELDS, OPTIONS, Declared, help_text
 from fixtures.run.config.profiles import PROFILES, Profile
 from fixtures.run.config.settings import Settings
-from parsed_settings import settings_of
+from tests.harness.helpers.parsed_settings import settings_of
 
 ROOT = Path(__file__).resolve().parents[3]
 IDENTITY = ("name", "description")

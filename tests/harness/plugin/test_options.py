@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from polling import wait_for
+from tests.harness.helpers.polling import wait_for
 from tests.harness.helpers.suite import (
     ROOT,
     first_smoke_tasks,

@@ -12,7 +12,7 @@ import pytest
 from computer_env.errors import InfraError, SetupError, VMUnreachable
 from computer_env.osworld import EvaluatorUnsupported, SetupUnsupported
 from fixtures.cases.outcomes import CaseSkipped, Skip, Unscored, boundary, classify
-from tests.harness.helpers.suite import ROOT, first_smoke_tasks, run_suite, task_list_file
+from tests.harness.helpers.suite import CHAOS, ROOT, first_smoke_tasks, run_suite, task_list_file
 
 
 def _raised(make: object) -> BaseException:
@@ -73,8 +73,8 @@ def test_evaluation_time_unsupported_skips_and_a_harness_bug_fails(tmp_path: Pat
     ids = [i for values in tasks.values() for i in values]
     unsupported, buggy = ids[0], ids[1]
     run = run_suite(tmp_path, "bnd", "--task-list", str(task_list_file(tmp_path, tasks)),
-                    "-p", "chaos", "--infra-rerun-delay", "0",
-                    env={"PYTHONPATH": str(ROOT / "tests" / "harness" / "helpers"),
+                    *CHAOS, "--infra-rerun-delay", "0",
+                    env={"PYTHONPATH": str(ROOT),
                          "CHAOS_EVAL_UNSUPPORTED": unsupported, "CHAOS_HARNESS_BUG": buggy})
     assert run.rc == 1, run.output[-3000:]  # the harness bug fails the run
     results = {r["task_id"]: r for r in run.results().values()}

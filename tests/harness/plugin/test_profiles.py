@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from parsed_settings import settings_of as settings
-from suite import run_suite
+from tests.harness.helpers.parsed_settings import settings_of as settings
+from tests.harness.helpers.suite import run_suite
 
 
 def test_os_helix_profile_sets_the_protocol() -> None:

@@ -27,8 +27,8 @@ from computer_env.procs import set_pdeathsig
 from fixtures.cases.models.endpoints import free_port
 from fixtures.cases.netgate import NetGate, guest_proxy_url, proxy_port, without_userinfo
 from fixtures.cases.records.results import NetCheck
-from httpstub import CountingServer
-from polling import wait_for
+from tests.harness.helpers.httpstub import CountingServer
+from tests.harness.helpers.polling import wait_for
 from tests.harness.helpers.suite import SuiteRun, builtin_smoke, run_suite, task_list_file
 
 TINYPROXY = shutil.which("tinyproxy") or "/usr/bin/tinyproxy"

@@ -18,8 +18,8 @@ from computer_env.errors import SetupError
 from fixtures.cases.desktops.ahead import AheadSetup
 from fixtures.cases.attempt import Attempt
 from fixtures.cases.desktops.pool import VMPool
-from localdesk import guest_sh
-from polling import wait_for
+from tests.harness.helpers.localdesk import guest_sh
+from tests.harness.helpers.polling import wait_for
 
 pytestmark = [
     pytest.mark.desktop,

@@ -17,8 +17,8 @@ from computer_env.desktop.providers.base import DesktopHandle, DesktopProvider
 from computer_env.desktop.providers.local.provider import LocalSandboxProvider
 from computer_env.errors import VMStartError
 from fixtures.cases.desktops.pool import VMPool
-from localdesk import guest_sh
-from polling import wait_for
+from tests.harness.helpers.localdesk import guest_sh
+from tests.harness.helpers.polling import wait_for
 
 pytestmark = [
     pytest.mark.desktop,

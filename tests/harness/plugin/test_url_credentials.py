@@ -19,8 +19,8 @@ from fixtures.cases.records.redact import redact, redact_obj, strip_url_credenti
 from holo_agent import HoloComputerAgent
 from holo_agent.client import ChatClient, split_credentials
 from holo_agent.reference import DONE_STEP, ReferenceEndpoint
-from memenv import MemoryEnv
-from suite import first_smoke_tasks, run_suite, task_list_file
+from tests.harness.helpers.memenv import MemoryEnv
+from tests.harness.helpers.suite import first_smoke_tasks, run_suite, task_list_file
 
 PASSWORD = "pw-" + uuid.uuid4().hex
 

@@ -18,7 +18,7 @@ from urllib.parse import unquote, urlparse
 import pytest
 
 from fixtures.cases.records.results import TaskResult, Versions, task_dir, write_result
-from inner_suite import report_conftest
+from tests.harness.helpers.inner_suite import report_conftest
 
 pytest_plugins = ["pytester"]
 

@@ -252,7 +252,7 @@ def test_reference_cli_help_is_plain_text() -> None:
 
 
 def test_reference_cli_serves_builtin_solutions_and_logs_verdicts(tmp_path: Path) -> None:
-    from reference_requests import good_body
+    from tests.harness.helpers.reference_requests import good_body
 
     from computer_env.osworld.builtin import load_solutions
     from computer_env.osworld.catalog.tasks import load_builtin_tasks

@@ -18,7 +18,7 @@ import pytest
 
 from fixtures.cases.records.results import load_results
 from fixtures.report.summary import REFERENCE_BANNER, Summary, summarize
-from inner_suite import report_conftest
+from tests.harness.helpers.inner_suite import report_conftest
 
 pytest_plugins = ["pytester"]
 

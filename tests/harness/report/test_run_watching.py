@@ -16,9 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from polling import wait_for
+from tests.harness.helpers.polling import wait_for
 from test_watch import chromium_page, need_chromium
 from tests.harness.helpers.suite import (
+    CHAOS,
     ROOT,
     kill_group,
     run_suite,
@@ -30,7 +31,7 @@ pytestmark = pytest.mark.desktop
 
 TWO = {"os": ["os-create-report-file"], "text_editor": ["text-editor-sort-names"]}
 TABLE = {"libreoffice_calc": ["calc-line-totals"]}
-CHAOS_ENV = {"PYTHONPATH": str(ROOT / "tests" / "harness" / "helpers")}
+CHAOS_ENV = {"PYTHONPATH": str(ROOT)}
 
 
 def test_parallel_run_progress_eta_result_lines_and_watch_page(tmp_path: Path) -> None:
@@ -177,7 +178,7 @@ def test_rerun_keeps_the_earlier_attempts_files(tmp_path: Path) -> None:
     attempt's error and what its agent recorded stay in attempt-1/."""
     run = run_suite(tmp_path, "att", "--task-list",
                     str(task_list_file(tmp_path, {"os": ["os-create-report-file"]})),
-                    "-p", "chaos", "--infra-rerun-delay", "0",
+                    *CHAOS, "--infra-rerun-delay", "0",
                     env={**CHAOS_ENV, "CHAOS_KILL_SERVER": "agent"})
     assert run.rc == 0, run.output[-3000:]
     (result,) = run.results().values()
