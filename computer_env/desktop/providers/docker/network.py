@@ -14,9 +14,10 @@ docker provider gets instead (:class:`DesktopNet`):
   ``INPUT`` (to this host): replies, then the host ports the desktop may reach
   (:meth:`DesktopNet.allow_port`, the provider's ``allow_host_port``), then DROP, as the local
   provider's chain (:mod:`computer_env.desktop.providers.local.netns`); ``DOCKER-USER``
-  (forwarded): replies and DNS pass, every private, shared, link-local, loopback and multicast
-  destination is dropped (other desktops of any provider, the LAN, a cluster's nodes), the
-  public internet stays reachable (OSWorld's VM needs it for its tasks).
+  (forwarded): replies and DNS to the host's name servers pass, every private, shared,
+  link-local, loopback and multicast destination is dropped (other desktops of any provider,
+  the LAN, a cluster's nodes), the public internet stays reachable (OSWorld's VM needs it for
+  its tasks).
 
 The guest server, DevTools and VLC ports stay published on the host's 127.0.0.1 only, which no
 desktop reaches: only this host's processes (the worker, OSWorld's gateway) do.
@@ -96,6 +97,28 @@ def new_tag() -> str:
             return tag
 
 
+def resolvers() -> list[str]:
+    """The host's IPv4 name servers (those Docker's embedded DNS forwards to), loopback ones
+    left out (Docker replaces them)."""
+    found: list[str] = []
+    for conf in (Path("/etc/resolv.conf"), Path("/run/systemd/resolve/resolv.conf")):
+        try:
+            lines = conf.read_text().splitlines()
+        except OSError:
+            continue
+        for line in lines:
+            parts = line.split()
+            if len(parts) < 2 or parts[0] != "nameserver":
+                continue
+            try:
+                addr = ipaddress.ip_address(parts[1])
+            except ValueError:
+                continue
+            if addr.version == 4 and not addr.is_loopback and str(addr) not in found:
+                found.append(str(addr))
+    return found
+
+
 def chain_names(owner_pid: int, tag: str) -> tuple[str, str]:
     """The INPUT and forward chains of the network ``tag`` made by ``owner_pid``."""
     return f"{CHAIN_PREFIX}{owner_pid}-{tag}-IN", f"{CHAIN_PREFIX}{owner_pid}-{tag}-FW"
@@ -171,9 +194,11 @@ class DesktopNet:
         _iptables("-A", in_chain, "-j", "DROP")
         _iptables("-A", fw_chain, "-m", "conntrack", "--ctstate", "ESTABLISHED,RELATED",
                   "-j", "RETURN")
-        for proto in ("udp", "tcp"):  # the embedded DNS asks the host's resolvers from here
-            _iptables("-A", fw_chain, "-p", proto, "--dport", "53", "-j", "RETURN")
-        for cidr in BLOCKED_DESTINATIONS:
+        for resolver in resolvers():  # Docker's embedded DNS asks them from the container
+            for proto in ("udp", "tcp"):
+                _iptables("-A", fw_chain, "-d", resolver, "-p", proto, "--dport", "53",
+                          "-j", "RETURN")
+        for cidr in dict.fromkeys((SUBNETS, *BLOCKED_DESTINATIONS)):
             _iptables("-A", fw_chain, "-d", cidr, "-j", "DROP")
         comment = _comment(f"holo-bench run={self.run_id} owner={self.owner_pid} "
                            f"net={self.name}")
@@ -378,5 +403,5 @@ def sweep_dead_chains() -> list[str]:
 
 
 __all__ = ["BLOCKED_DESTINATIONS", "DesktopNet", "SUBNETS", "chain_names",
-           "desktop_chains", "firewall_missing", "new_tag", "remove_chains",
+           "desktop_chains", "firewall_missing", "new_tag", "remove_chains", "resolvers",
            "sweep_dead_chains", "sweep_dead_networks", "sweep_run_networks"]
