@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from computer_env.desktop.client import DesktopClient
-from computer_env.desktop.providers.docker.provider import DockerProvider
+from computer_env.desktop.providers.docker.provider import DockerProvider, sweep_dead_leftovers
 from computer_env.desktop.providers.docker.containers import LABEL_PID, sweep_dead_containers
 from computer_env.errors import ConfigurationError
 from tests.harness.helpers.dockerd import IMAGE, docker_client  # noqa: F401 (fixture)
@@ -108,11 +108,13 @@ def test_sigkilled_run_leaves_a_container_that_the_sweep_removes(docker_client: 
         child.kill()  # SIGKILL: no close(), no atexit
         child.wait(timeout=10)
     assert docker_client.containers.get(name).labels[LABEL_PID] == str(child.pid)
-    removed = sweep_dead_containers()
+    assert docker_client.networks.list(names=[name])  # the desktop's own network, same name
+    removed = sweep_dead_leftovers()
     assert name in removed
     # ignore_removed: another test's container may go between the listing and its inspection
     listed = docker_client.containers.list(all=True, ignore_removed=True)
     assert name not in [c.name for c in listed]
+    assert not docker_client.networks.list(names=[name])  # nor its network
 
 
 @pytest.mark.docker
