@@ -172,7 +172,7 @@ def item_marks(item: pytest.Item) -> set[str]:
     closure (a fixture that starts a desktop marks every test that takes it) and of its own
     marks (``docker``, ``vllm`` and ``ray`` imply ``e2e``)."""
     words: set[str] = set(getattr(item, "fixturenames", ()))
-    words |= {m.name for m in item.iter_markers() if m.name in IMPLY_E2E}
+    words |= {f"tier:{m.name}" for m in item.iter_markers() if m.name in IMPLY_E2E}
     seen: set[int] = set()
     info = getattr(item, "_fixtureinfo", None)
     for defs in (info.name2fixturedefs.values() if info is not None else ()):
