@@ -165,7 +165,7 @@ def vllm_like() -> Iterator[tuple[str, list[dict[str, str]]]]:
                    "root": "/models/holo", "owned_by": "vllm"}]}}
 
     class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 - http.server naming
+        def do_GET(self) -> None:
             seen.append(dict(self.headers))
             body = routes.get(self.path)
             data = json.dumps(body).encode() if body is not None else b"{}"

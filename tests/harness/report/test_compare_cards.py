@@ -17,7 +17,7 @@ import pytest
 
 from fixtures.cases.records.results import TaskResult, Versions, task_dir, write_result
 from fixtures.report.card import RunInputs, build_card, compare_cards, write_card
-from fixtures.report.compare import comparison_html, compare, format_comparison, load_side
+from fixtures.report.compare import compare, comparison_html, format_comparison, load_side
 from tests.harness.helpers.parsed_settings import settings_of
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -68,7 +68,7 @@ def pair_of(a: Path, b: Path, **kw: Any) -> Any:
 
 def cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "fixtures.report.compare", *map(str, args)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+                          cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
 
 
 def test_identical_protocols_are_comparable(tmp_path: Path, root: Path) -> None:
