@@ -22,6 +22,7 @@ import pytest
 from computer_env.desktop.providers.local import netns
 from computer_env.desktop.providers.local.cgroups import session_cgroups
 from computer_env.desktop.providers.ray.door import NodeDoor
+from tests.harness.helpers.localdesk import own_run
 from tests.harness.helpers.polling import wait_for
 from tests.harness.helpers.raycluster import NODE_IP, TwoNodeCluster, one_cluster_at_a_time
 from tests.harness.helpers.suite import ROOT, SuiteRun, kill_group, run_suite, start_suite
@@ -234,20 +235,21 @@ def test_node_killed_during_a_case_is_rerun_never_zero(
     assert lost.returncode == 0 and "LOST-OK" in lost.stdout, lost.stderr[-2000:]
 
     # a worker that dies (no teardown at all): Ray ends its actor with it, and the run's end
-    # sweep removes the network namespace and cgroup the SIGKILLed actor could not
+    # sweep removes the network namespace and cgroup the SIGKILLed actor could not (the driver
+    # is a run of the test's own: no other run's sweep removes them first)
+    run, run_env = own_run()
     dying = subprocess.run([sys.executable, "-c", DYING_DRIVER, cluster.address],
-                           capture_output=True, text=True, timeout=180, cwd=ROOT)
+                           capture_output=True, text=True, timeout=180, cwd=ROOT,
+                           env={**os.environ, **run_env})
     assert dying.returncode == 0 and "ACTOR" in dying.stdout, dying.stderr[-2000:]
     actor_pid = int(dying.stdout.split("ACTOR")[1].split()[0])
     wait_for(lambda: not psutil.pid_exists(actor_pid), "the dead driver's actor to end", 60,
              interval=0.5)
     assert [a for a in cluster.named_actors() if "-dying-" in a] == []
-    # the namespace it left is removed by the sweep; unless a suite of another test on this
-    # host ended first: its own end sweep removes what no live process owns, host-wide
-    left = actor_pid in netns.owner_pids()
+    assert actor_pid in netns.owner_pids(), "the SIGKILLed actor's namespace is left"
     swept = cluster.query("from computer_env.desktop.providers.ray.cluster import sweep_nodes\n"
-                          f"out = sweep_nodes({cluster.address!r})")
-    assert not left or any(v["slots"] for v in swept.values()), swept
+                          f"out = sweep_nodes({cluster.address!r}, run={run.encode()!r})")
+    assert any(v["slots"] for v in swept.values()), swept  # the run's end sweep removed it
     assert actor_pid not in netns.owner_pids()
     assert session_cgroups(actor_pid) == []
 

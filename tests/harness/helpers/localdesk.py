@@ -10,6 +10,7 @@ import httpx
 import pytest
 
 from computer_env.desktop.providers.base import DesktopHandle
+from computer_env.desktop.providers.local import ownership
 from computer_env.errors import ConfigurationError
 
 if TYPE_CHECKING:
@@ -37,6 +38,16 @@ def local_desktop(*, width: int = 1920, height: int = 1080, allow_ports: Iterabl
         yield provider
     finally:
         provider.close()
+
+
+def own_run() -> tuple[ownership.Run, dict[str, str]]:
+    """A run of the test's own (owned by this process, so alive while the test runs) and the
+    environment that hands it to a child. What the child's desktops leave then carries this run
+    only: no other test's desktop or run end removes it (another run lives), the test's own
+    sweep (``ownership.Sweeper(run)``) does, so what that sweep finds is exactly its own."""
+    run = ownership.new_run()
+    ownership.record(run)
+    return run, {ownership.RUN_ENV: run.encode()}
 
 
 def guest_sh(handle: DesktopHandle, command: str, timeout: float = 120.0) -> dict:

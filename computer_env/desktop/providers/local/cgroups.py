@@ -3,9 +3,11 @@
 :class:`SessionCgroup` caps memory, process count and CPU time of every process of one session:
 cgroup v2 (``holo-desktops/<name>``: ``memory.max``, ``pids.max``, ``cpu.max``) or the v1
 ``memory``, ``pids`` and ``cpu`` hierarchies (``cpu.cfs_quota_us``/``cpu.cfs_period_us``), each
-below this process's own cgroup. Every directory is named ``holo-desktop-<owner pid>-<hex>``, so
-:func:`sweep_stale_cgroups` can tell those whose owner died (SIGKILL, a killed worker) and remove
-them: at the next start of a local desktop and when a run ends.
+below this process's own cgroup. Every directory is named
+``holo-desktop-<owner pid>-<run id>-<hex>`` (:mod:`.ownership`), so :func:`sweep_stale_cgroups`
+can tell those whose owner died (SIGKILL, a killed worker) and remove those it may: its own run's
+and those of runs that ended, at the next start of a local desktop and when a run ends (names
+without a run id, from before runs were recorded, count as a run that ended).
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ import time
 from pathlib import Path
 
 from computer_env.desktop.providers.limits import CGROUP_ROOT, DesktopLimits, cgroup_breaches
+from computer_env.desktop.providers.local import ownership
+from computer_env.desktop.providers.local.ownership import Sweeper
 from computer_env.procs import running_since
 
 log = logging.getLogger(__name__)
@@ -28,7 +32,7 @@ NAME_PREFIX = "holo-desktop-"
 V2_BASE = "holo-desktops"
 V1_CONTROLLERS = ("memory", "pids", "cpu")
 CFS_PERIOD_US = 100_000
-_NAME = re.compile(rf"^{NAME_PREFIX}(\d+)-[0-9a-f]+$")
+_NAME = re.compile(rf"^{NAME_PREFIX}(\d+)-(?:([0-9a-f]{{8,32}})-)?[0-9a-f]+$")
 _warned_no_cpu = False
 
 
@@ -74,7 +78,10 @@ class SessionCgroup:
         self.version = cgroup_version()
         self.dirs: list[Path] = []
         self.cpu_dir: Path | None = None  # where cpu.max / cpu.cfs_quota_us is in force
-        name = name or f"{NAME_PREFIX}{os.getpid()}-{secrets.token_hex(3)}"
+        if name is None:
+            run = ownership.current_run()
+            ownership.record(run)
+            name = f"{NAME_PREFIX}{os.getpid()}-{run.id}-{secrets.token_hex(3)}"
         if self.version is None:
             raise OSError("no usable cgroup hierarchy (need cgroup v2 with memory and pids, or "
                           "the v1 memory and pids controllers)")
@@ -190,10 +197,11 @@ def remove_cgroup(d: Path, timeout: float = 5.0) -> bool:
         time.sleep(0.01)
 
 
-def _owned(max_depth: int = 6) -> list[tuple[Path, int]]:
-    """Every session cgroup directory of this host, with its owner pid: below
-    ``holo-desktops`` (v2), or anywhere in the first ``max_depth`` levels of the v1 hierarchies
-    (each process creates them below its own cgroup, which differs between processes)."""
+def _owned(max_depth: int = 6) -> list[tuple[Path, int, str | None]]:
+    """Every session cgroup directory of this host, with its owner pid and run id (None: a
+    name from before runs were recorded): below ``holo-desktops`` (v2), or anywhere in the
+    first ``max_depth`` levels of the v1 hierarchies (each process creates them below its own
+    cgroup, which differs between processes)."""
     version = cgroup_version()
     if version == 2:
         roots = [CGROUP_ROOT / V2_BASE]
@@ -201,7 +209,7 @@ def _owned(max_depth: int = 6) -> list[tuple[Path, int]]:
         roots = [CGROUP_ROOT / c for c in V1_CONTROLLERS]
     else:
         return []
-    found: list[tuple[Path, int]] = []
+    found: list[tuple[Path, int, str | None]] = []
     level = [d for d in roots if d.is_dir()]
     for _depth in range(max_depth):
         below: list[Path] = []
@@ -213,7 +221,7 @@ def _owned(max_depth: int = 6) -> list[tuple[Path, int]]:
             for entry in entries:
                 m = _NAME.match(entry.name)
                 if m:
-                    found.append((entry, int(m.group(1))))
+                    found.append((entry, int(m.group(1)), m.group(2)))
                 else:
                     below.append(entry)
         level = below
@@ -222,26 +230,29 @@ def _owned(max_depth: int = 6) -> list[tuple[Path, int]]:
 
 def session_cgroups(owner: int | None = None) -> list[Path]:
     """This host's session cgroup directories (of owner pid ``owner`` only, if given)."""
-    return [d for d, pid in _owned() if owner is None or pid == owner]
+    return [d for d, pid, _run in _owned() if owner is None or pid == owner]
 
 
-def stale_cgroups() -> list[Path]:
+def stale_cgroups(by: Sweeper | None = None) -> list[Path]:
     """Session cgroups whose owner process (the pid in the name) is gone or younger than the
-    cgroup (its pid was reused)."""
+    cgroup (its pid was reused) and that ``by`` (default: this process, as part of its run) may
+    remove (:func:`.ownership.may_sweep`)."""
+    by = by or ownership.sweeper()
     found: list[Path] = []
-    for entry, pid in _owned():
+    for entry, pid, run_id in _owned():
         try:
             created = entry.stat().st_mtime
         except OSError:
             continue
-        if not running_since(pid, created):
+        if not running_since(pid, created) and ownership.may_sweep(run_id, by):
             found.append(entry)
     return found
 
 
-def sweep_stale_cgroups() -> list[Path]:
-    """Remove the session cgroups of dead owners (see :func:`stale_cgroups`); those removed."""
-    removed = [d for d in stale_cgroups() if remove_cgroup(d)]
+def sweep_stale_cgroups(by: Sweeper | None = None) -> list[Path]:
+    """Remove the session cgroups of dead owners that ``by`` may remove (see
+    :func:`stale_cgroups`); those removed."""
+    removed = [d for d in stale_cgroups(by) if remove_cgroup(d)]
     if removed:
         log.info("swept %d cgroup(s) of dead desktops: %s", len(removed),
                  ", ".join(sorted({d.name for d in removed})))

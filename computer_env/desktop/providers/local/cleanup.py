@@ -1,7 +1,8 @@
 """What a :class:`~.local.LocalSandboxProvider` owns, kept apart from it so that a finalizer
 can release it: at garbage collection, at interpreter exit, and on SIGTERM (a handler chained in
 front of the one installed before). What a process that died without any of these (SIGKILL, a
-killed worker) left behind is removed by :func:`sweep_leftovers`."""
+killed worker) left behind is removed by :func:`sweep_leftovers`: a run's own, and those of runs
+that ended (:mod:`.ownership`), never what another live run's dead desktop left."""
 
 from __future__ import annotations
 
@@ -15,8 +16,9 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from computer_env.desktop.providers.local import netns
+from computer_env.desktop.providers.local import netns, ownership
 from computer_env.desktop.providers.local.cgroups import sweep_stale_cgroups
+from computer_env.desktop.providers.local.ownership import Sweeper
 from computer_env.desktop.providers.local.session import HostSession, SandboxSession
 
 
@@ -91,12 +93,17 @@ class Leftovers:
 
     slots: list[int] = field(default_factory=list)     # network slots (netns, veth, chain)
     cgroups: list[Path] = field(default_factory=list)  # session cgroup directories
+    runs: list[str] = field(default_factory=list)      # records of runs that ended
 
 
-def sweep_leftovers() -> Leftovers:
-    """Remove what local desktops of dead processes left on this host: network namespaces, veth
-    pairs and firewall chains of slots nobody holds, and session cgroups whose owner pid is gone.
-    Needs root (nothing is swept without it); a live owner's desktops are never touched."""
+def sweep_leftovers(by: Sweeper | None = None) -> Leftovers:
+    """Remove what local desktops of dead processes left on this host and ``by`` may remove
+    (default: this process, as part of its run; :func:`.ownership.may_sweep`): network
+    namespaces, veth pairs and firewall chains of slots nobody holds, session cgroups whose
+    owner pid is gone, and the records of runs that ended. Needs root (nothing is swept
+    without it); a live owner's desktops are never touched."""
     if os.geteuid() != 0:
         return Leftovers()
-    return Leftovers(slots=netns.sweep_stale(), cgroups=sweep_stale_cgroups())
+    by = by or ownership.sweeper()
+    return Leftovers(slots=netns.sweep_stale(by), cgroups=sweep_stale_cgroups(by),
+                     runs=ownership.prune_records(by))

@@ -4,8 +4,10 @@ A *slot* is a small integer owned through an exclusive ``flock`` on ``<LOCK_DIR>
 for the whole life of a desktop. Everything a slot creates carries its number (and the owner pid
 in the netns name): netns ``celocal-<slot>-<pid>``, host veth ``cel<slot>h``, guest veth
 ``cel<slot>g``, iptables chain ``CELOCAL-<slot>``, subnet ``10.213.<slot//64>.<slot%64*4>/30``
-(host .1, guest .2). A slot whose lock nobody holds belongs to a dead run, so its leftovers are
-swept by whoever takes it (and by :func:`sweep_stale`).
+(host .1, guest .2). The lock file also records the slot's run and owner pid
+(:mod:`.ownership`): a slot whose lock nobody holds was left by a dead owner, and its leftovers
+are removed only by a process of the same run or once that run is gone too (by whoever claims
+the slot, by :func:`sweep_stale`); a slot another live run left is skipped, for that run's end.
 """
 
 from __future__ import annotations
@@ -19,11 +21,13 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from computer_env.desktop.providers.local import ownership
+from computer_env.desktop.providers.local.ownership import Sweeper
 from computer_env.errors import ConfigurationError, VMStartError
 
 log = logging.getLogger(__name__)
 
-LOCK_DIR = Path("/run/computer-env-local")
+LOCK_DIR = ownership.STATE_DIR
 MAX_SLOTS = 1024
 NETNS_PREFIX = "celocal-"
 IFACE_PREFIX = "cel"
@@ -50,6 +54,23 @@ def _try_lock(slot: int) -> int | None:
     return fd
 
 
+def _read_run(fd: int) -> str | None:
+    """The run id a locked slot's file records (its last owner's run), or None."""
+    try:
+        words = os.pread(fd, 256, 0).decode(errors="replace").split()
+    except OSError:
+        return None
+    return words[0] if words else None
+
+
+def _write_owner(fd: int, run_id: str, pid: int) -> None:
+    """Record the slot's run and owner pid in its (locked) file; an empty record (``""``) says
+    the slot holds nothing (a clean release, a sweep)."""
+    os.ftruncate(fd, 0)
+    if run_id:
+        os.pwrite(fd, f"{run_id} {pid}\n".encode(), 0)
+
+
 @dataclass
 class NetSlot:
     """A claimed slot and the network objects created for it."""
@@ -57,6 +78,8 @@ class NetSlot:
     slot: int
     lock_fd: int
     owner_pid: int = field(default_factory=os.getpid)
+    run_id: str = ""
+    """the run whose desktop holds the slot (:mod:`.ownership`)"""
     allowed_ports: set[int] = field(default_factory=set)
     created: bool = False
 
@@ -95,6 +118,8 @@ class NetSlot:
     def create(self) -> None:
         """Create netns, veth pair, addresses and the firewall chain (sandbox -> host: drop)."""
         _sweep_slot(self.slot)
+        if self.run_id:
+            _write_owner(self.lock_fd, self.run_id, self.owner_pid)
         ns, h, g = self.netns, self.host_if, self.guest_if
         self.created = True
         _run("ip", "netns", "add", ns)
@@ -139,6 +164,7 @@ class NetSlot:
             return
         try:
             _sweep_slot(self.slot)
+            _write_owner(self.lock_fd, "", self.owner_pid)  # nothing left: no run's slot
         finally:
             os.close(self.lock_fd)
             self.lock_fd = -1
@@ -203,20 +229,33 @@ def _stale_slots() -> set[int]:
     return slots
 
 
-def sweep_stale() -> list[int]:
-    """Remove leftovers of every slot no live process owns; the slots swept."""
+def _sweep_if_allowed(slot: int, fd: int, by: Sweeper) -> bool:
+    """Remove ``slot``'s leftovers (its lock held on ``fd``) when ``by`` may; whether it did."""
+    if not ownership.may_sweep(_read_run(fd), by):
+        return False
+    _sweep_slot(slot)
+    _write_owner(fd, "", 0)
+    return True
+
+
+def sweep_stale(by: Sweeper | None = None) -> list[int]:
+    """Remove the leftovers of every slot no live process holds that ``by`` (default: this
+    process, as part of its run) may remove (:func:`.ownership.may_sweep`); the slots swept."""
+    by = by or ownership.sweeper()
     swept: list[int] = []
+    kept: list[int] = []
     for slot in sorted(_stale_slots()):
         fd = _try_lock(slot)
         if fd is None:
             continue
         try:
-            _sweep_slot(slot)
-            swept.append(slot)
+            (swept if _sweep_if_allowed(slot, fd, by) else kept).append(slot)
         finally:
             os.close(fd)
     if swept:
         log.info("swept network leftovers of dead desktops: slots %s", swept)
+    if kept:
+        log.debug("left network leftovers of live runs' dead desktops: slots %s", kept)
     return swept
 
 
@@ -233,13 +272,23 @@ def check_available() -> None:
 
 
 def claim_slot() -> NetSlot:
-    """Claim the lowest free slot (sweeping its leftovers) and create its network."""
-    sweep_stale()
+    """Claim the lowest free slot and create its network, for this process's run. The
+    leftovers of dead runs (and this run's) are swept first; a free slot whose record names
+    another live run (its desktop died without releasing it) is skipped: that run's end
+    removes what it left. The record is read under the slot's lock, so a desktop that dies
+    while this runs is never mistaken for a free slot."""
+    by = ownership.sweeper()
+    assert by.run is not None
+    ownership.record(by.run)
+    sweep_stale(by)
     for slot in range(MAX_SLOTS):
         fd = _try_lock(slot)
         if fd is None:
             continue
-        net = NetSlot(slot=slot, lock_fd=fd)
+        if not ownership.may_sweep(_read_run(fd), by):  # a live run's dead desktop left it
+            os.close(fd)
+            continue
+        net = NetSlot(slot=slot, lock_fd=fd, run_id=by.run.id)
         try:
             net.create()
         except BaseException:

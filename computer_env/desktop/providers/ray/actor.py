@@ -56,12 +56,18 @@ def _targets(handle: DesktopHandle) -> dict[str, tuple[str, int]]:
 class DesktopActor:
     """One desktop on this node, for the worker at ``worker_ip`` (see module)."""
 
-    def __init__(self, kind: str, options: Any, worker_ip: str) -> None:
+    def __init__(self, kind: str, options: Any, worker_ip: str, run: str | None = None) -> None:
         """``kind`` is ``local`` or ``docker``; ``options`` the run's ``ProviderOptions``. The
         controller pid a Docker container is labelled with becomes this actor's: the owner
         that lives on this node (a later sweep here keeps a live actor's container and removes
-        a dead one's; the pytest controller's pid means nothing on this host)."""
+        a dead one's; the pytest controller's pid means nothing on this host). ``run`` is the
+        run the desktop belongs to (encoded, see ``computer_env.desktop.providers.local
+        .ownership``): what it leaves on this node carries that run's id."""
+        from computer_env.desktop.providers.local.ownership import RUN_ENV
         from computer_env.desktop.providers.registry import make_provider
+
+        if run:
+            os.environ[RUN_ENV] = run
 
         self.kind = kind
         self.worker_ip = worker_ip

@@ -164,27 +164,37 @@ def kill_run_actors(address: str, run_id: str | None, controller_pid: int,
     return killed
 
 
-def _sweep_here() -> dict[str, Any]:
-    """On one node: remove what local desktops of dead processes left there."""
+def _sweep_here(run: str | None) -> dict[str, Any]:
+    """On one node: remove what local desktops of dead processes left there, as part of run
+    ``run`` (:meth:`~computer_env.desktop.providers.local.ownership.Run.encode`; None: as this
+    task's own)."""
     import socket
 
+    from computer_env.desktop.providers.local import ownership
     from computer_env.desktop.providers.local.cleanup import sweep_leftovers
 
-    swept = sweep_leftovers()
+    owner = ownership.Run.decode(run) if run else None
+    swept = sweep_leftovers(ownership.Sweeper(owner) if owner else None)
     return {"host": socket.gethostname(), "slots": swept.slots,
             "cgroups": [str(c) for c in swept.cgroups]}
 
 
-def sweep_nodes(address: str, timeout: float = 60.0) -> dict[str, dict[str, Any]]:
+def sweep_nodes(address: str, timeout: float = 60.0,
+                run: str | None = None) -> dict[str, dict[str, Any]]:
     """Run :func:`~.local_cleanup.sweep_leftovers` on every live node (a zero-CPU task pinned
-    to each); ``{node id: what it swept}``; a node that does not answer within ``timeout`` is
-    left to its next desktop's own sweep (logged)."""
+    to each) as part of run ``run`` (an encoded run; default: this process's), so that each
+    node removes that run's leftovers and those of runs that ended, never another live run's;
+    ``{node id: what it swept}``; a node that does not answer within ``timeout`` is left to its
+    next desktop's own sweep (logged)."""
+    from computer_env.desktop.providers.local import ownership
+
+    run = run or ownership.current_run().encode()
     ray = connect(address)
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
     task = ray.remote(num_cpus=0, max_retries=0)(_sweep_here)
     refs = {node["NodeID"]: task.options(scheduling_strategy=NodeAffinitySchedulingStrategy(
-                node["NodeID"], soft=False)).remote()
+                node["NodeID"], soft=False)).remote(run)
             for node in ray.nodes() if node.get("Alive")}
     out: dict[str, dict[str, Any]] = {}
     for node_id, ref in refs.items():

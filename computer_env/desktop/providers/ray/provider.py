@@ -105,6 +105,7 @@ class RayProvider(DesktopProvider):
         if not self._exit_hooked:
             on_exit(self.close)
             self._exit_hooked = True
+        from computer_env.desktop.providers.local.ownership import current_run
         from computer_env.desktop.providers.ray.actor import DesktopActor
 
         worker = self.opts.worker_id or os.environ.get("PYTEST_XDIST_WORKER", "main")
@@ -118,7 +119,7 @@ class RayProvider(DesktopProvider):
                 self._actor = actor_cls.options(
                     name=name, num_cpus=0, resources={self.resource: self.amount},
                     scheduling_strategy=strategy, max_restarts=0, max_concurrency=4,
-                ).remote(self.kind, self.opts, _worker_ip())
+                ).remote(self.kind, self.opts, _worker_ip(), current_run().encode())
                 answer = raise_answer(ray.get(
                     self._actor.start.remote(sorted(self._allowed)), timeout=START_TIMEOUT))
             handle = self._from_answer(answer)
