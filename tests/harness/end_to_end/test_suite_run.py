@@ -45,7 +45,7 @@ def _outcomes(run) -> dict[str, str]:
 
 
 def test_full_builtin_run_passes_and_summary_matches_results(tmp_path: Path) -> None:
-    run = run_suite(tmp_path, "full", "-n", "2", timeout=1500)
+    run = run_suite(tmp_path, "full", "-n", "1", timeout=1500)
     assert run.rc == 0, run.output[-4000:]
     results = run.results()
     summary = run.summary
@@ -223,7 +223,7 @@ def test_resume_after_sigkill_finishes_the_rest(tmp_path: Path) -> None:
     kill_group(child)
     child.wait(timeout=60)
     kept = {p: p.stat().st_mtime_ns for p in first}
-    resumed = run_suite(tmp_path, "res", "--task-list", str(task_file), "--resume", "-n", "2")
+    resumed = run_suite(tmp_path, "res", "--task-list", str(task_file), "--resume", "-n", "1")
     assert resumed.rc == 0, resumed.output[-3000:]
     for p, mtime in kept.items():
         assert p.stat().st_mtime_ns == mtime, f"{p} was run again"

@@ -122,7 +122,7 @@ def test_synthetic_suite_run(tmp_path: Path) -> None:
     _write(tasks, "leaky", LEAK)
     _write(tasks, "crashy", CRASH)
     _write(tasks, "slowy", SLOW)
-    run = run_suite(tmp_path / "results", "syn", "-n", "2", "--synthetic-dir", str(tasks),
+    run = run_suite(tmp_path / "results", "syn", "-n", "1", "--synthetic-dir", str(tasks),
                     "--verifier-timeout", "4", "--judge-url", "reference",
                     target="tests/synthetic")
     out = run.output

@@ -62,7 +62,7 @@ def test_all_nine_game_load_combinations_play_and_summarise(tmp_path: Path, paci
     ok, why = realtimegym_available()
     if not ok:
         pytest.skip(why)
-    run = run_suite(tmp_path, f"rtg-{pacing}", "--seeds", "0", "-n", "2", "--pacing", pacing,
+    run = run_suite(tmp_path, f"rtg-{pacing}", "--seeds", "0", "-n", "1", "--pacing", pacing,
                     "--turn-seconds", "2", target="tests/realtimegym", timeout=1200)
     assert run.rc == 0, run.output[-3000:]
     results = run.results()

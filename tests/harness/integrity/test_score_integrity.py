@@ -78,7 +78,7 @@ def test_attacks_score_zero_with_their_cause(tmp_path: Path) -> None:
                                  ("forkbomb", "python", FORK_BOMB),
                                  ("tmpfill", "bash", TMP_FILL)):
         (tasks / f"{name}.json").write_text(json.dumps(_hostile(name, language, code)))
-    run = run_suite(tmp_path / "results", "integrity", "-n", "2", "--synthetic-dir", str(tasks),
+    run = run_suite(tmp_path / "results", "integrity", "-n", "1", "--synthetic-dir", str(tasks),
                     "--code-actions", "--code-timeout", "40", "--desktop-memory", "1G",
                     target="tests/synthetic")
     out = run.output

@@ -69,7 +69,7 @@ def test_real_offline_tasks_under_check_evaluators(tmp_path: Path) -> None:
     task_list = tmp_path / "offline.json"
     task_list.write_text(json.dumps(listing))
     run = run_suite(tmp_path, "offline", "--osworld-root", str(DATA), "--task-list",
-                    str(task_list), "--check-evaluators", "-n", "2",
+                    str(task_list), "--check-evaluators", "-n", "1",
                     timeout=3000)
     results = run.results()
     expected = {f"{d}/{t}" for d, ids in listing.items() for t in ids}

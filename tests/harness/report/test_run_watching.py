@@ -134,7 +134,7 @@ def test_failing_table_task_keeps_what_was_scored(tmp_path: Path) -> None:
     replay says which cells differed."""
     sync_api = need_chromium()
     run = run_suite(tmp_path, "tbl", "--task-list", str(task_list_file(tmp_path, TABLE)),
-                    "--max-steps", "3", "--samples", "2", "-n", "2")
+                    "--max-steps", "3", "--samples", "2", "-n", "1")
     assert run.rc == 1, run.output[-3000:]
     sources = set()
     for k in (0, 1):
