@@ -18,7 +18,7 @@ from PIL import Image
 from computer_env.desktop.client import DesktopClient, DesktopRequestError, ExecResult
 from computer_env.desktop.providers.base import DesktopHandle
 from computer_env.errors import VMUnreachable
-from tests.harness.helpers.polling import wait_for
+from tests.harness.helpers.polling import scaled, wait_for
 from tests.harness.helpers.xdesktop import GuestServer, XDesktop, wait_for_focus, wait_for_window
 
 
@@ -123,7 +123,7 @@ def test_retries_then_vm_unreachable(desk: XDesktop, tmp_path: Path) -> None:
         with pytest.raises(VMUnreachable) as info:
             c.screenshot()
         assert "3 attempts" in str(info.value) and info.value.category == "vm_unreachable"
-        assert time.monotonic() - started < 5
+        assert time.monotonic() - started < scaled(5)
         with pytest.raises(VMUnreachable):
             c.execute(["true"])
     finally:

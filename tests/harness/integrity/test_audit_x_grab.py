@@ -18,6 +18,7 @@ from tests.harness.helpers.audit_suite import audit_run
 from holo_agent.reference.exploits.xserver import GRAB_INPUT, GRAB_SERVER
 from tests.harness.helpers.suite import run_suite
 from tests.harness.helpers.dockerd import docker_client  # noqa: F401 (fixture)
+from tests.harness.helpers.polling import scaled
 
 pytestmark = [pytest.mark.desktop]
 LOCAL_SANDBOX = pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("bwrap"),
@@ -34,7 +35,7 @@ def test_a_typed_x_server_grab_is_the_agents_zero_in_seconds(tmp_path: Path) -> 
         assert (r["outcome"], r["score"], r["attempts"]) == ("failed", 0.0, 1), r["message"]
         assert r["failure_category"] == "x_grab", r["message"]
         assert "python3 -c import ctypes" in r["message"], r["message"]  # the grabber named
-        assert r["timings"]["total_s"] < 30, r["timings"]  # in seconds, not minutes
+        assert r["timings"]["total_s"] < scaled(30), r["timings"]  # in seconds, not minutes
     assert audit.run.rc == 0, out[-4000:]
 
 
@@ -69,7 +70,7 @@ def _grab_tasks(tmp_path: Path, *provider: str) -> dict[str, dict[str, object]]:
     for case, r in results.items():
         assert (r["outcome"], r["score"], r["attempts"]) == ("failed", 0.0, 1), (case, r)
         assert r["failure_category"] == "x_grab", r["message"]
-        assert r["timings"]["total_s"] < 40, r["timings"]
+        assert r["timings"]["total_s"] < scaled(40), r["timings"]
     assert "2 failed" in run.output, run.output[-2000:]
     return results
 

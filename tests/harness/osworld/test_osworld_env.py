@@ -18,7 +18,7 @@ from computer_env.desktop.client import DesktopClient
 from computer_env.osworld import OSWorldComputerEnv, TaskContext, default_vars, wait_until_settled
 from computer_env.osworld.actions import to_pyautogui
 from computer_env.osworld.catalog.tasks import parse_task
-from tests.harness.helpers.polling import wait_for
+from tests.harness.helpers.polling import scaled, wait_for
 
 pytestmark = [
     pytest.mark.desktop,
@@ -207,7 +207,8 @@ def test_settle_static_screen_returns_quickly_and_waits_while_changing(
         env: OSWorldComputerEnv) -> None:
     client = env.ctx.client
     waited = wait_until_settled(client, quiet_s=0.5, cap_s=5.0)
-    assert waited < 5.0  # from damage reports: milliseconds (tests/harness/osworld/test_settle_damage.py)
+    # from damage reports: milliseconds (tests/harness/osworld/test_settle_damage.py)
+    assert waited < scaled(5.0)
     client.launch(["xterm", "-T", "busy-term", "-geometry", "120x40+0+0", "-e", "bash", "-c",
                    "while true; do head -c 3000 /dev/urandom | base64; sleep 0.1; done"])
     wait_for(lambda: "busy-term" in sh(env, "wmctrl -l"), "the busy xterm")

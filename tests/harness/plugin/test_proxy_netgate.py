@@ -28,7 +28,7 @@ from fixtures.cases.models.endpoints import free_port
 from fixtures.cases.netgate import NetGate, guest_proxy_url, proxy_port, without_userinfo
 from fixtures.cases.records.results import NetCheck
 from tests.harness.helpers.httpstub import CountingServer
-from tests.harness.helpers.polling import wait_for
+from tests.harness.helpers.polling import scaled, wait_for
 from tests.harness.helpers.suite import SuiteRun, builtin_smoke, run_suite, task_list_file
 
 TINYPROXY = shutil.which("tinyproxy") or "/usr/bin/tinyproxy"
@@ -163,7 +163,7 @@ def test_gate_waits_while_down_then_goes_on_when_up() -> None:
             server.close()
     assert not checks[0].ok and "ConnectError" in checks[0].detail
     assert checks[-1].ok and all(not c.ok for c in checks[:-1])
-    assert 0.9 <= waited < 20
+    assert 0.9 <= waited < scaled(20)
 
 
 def test_gate_down_past_the_wait_raises_network_error_with_the_detail() -> None:
