@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from computer_env.osworld.errors import Unsupported
-from computer_env.osworld.scoring.evaluate import ensure_supported
+from computer_env.osworld.scoring.in_process import ensure_supported_in_process
 from computer_env.osworld.planning.needs import TaskNeeds, task_needs
 from computer_env.osworld.planning.needs_check import DesktopInventory, is_cached
 from computer_env.osworld.catalog.tasks import Task
@@ -165,15 +165,16 @@ def make_plan(tasks: Iterable[Task], inventory_for: Callable[[list[TaskNeeds]], 
 
 
 def evaluation_support(embedded: bool) -> Callable[[Task], str | None]:
-    """``unsupported(task)`` from the evaluation code's own check (``ensure_supported``): a step,
-    getter or metric that cannot run here (``embedded``: on this project's desktops)."""
+    """``unsupported(task)`` from the evaluation code's own check, run in this process (the
+    ``plan`` command, not a worker): a step, getter or metric that cannot run here
+    (``embedded``: on this project's desktops)."""
     from types import SimpleNamespace
 
     ctx: Any = SimpleNamespace(embedded=embedded)
 
     def unsupported(task: Task) -> str | None:
         try:
-            ensure_supported(task, ctx)
+            ensure_supported_in_process(task, ctx)
         except Unsupported as exc:
             return str(exc)
         return None

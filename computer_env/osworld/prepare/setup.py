@@ -1,5 +1,7 @@
 """Running a task's setup (or postconfig) steps with OSWorld's own ``SetupController``, on every
-provider, through the desktop's gateway (``osworld_url``).
+provider, through the desktop's gateway (``osworld_url``), in this process: the scoring
+process's child runs :func:`run_setup_in_process` (a worker calls
+:func:`computer_env.osworld.scoring.process.run_setup`).
 
 OSWorld's controller only logs many failures (a command that exits non-zero, a launch or window
 request the server refused) and carries on. Here each step runs on its own and is then checked
@@ -77,7 +79,8 @@ class StepTiming(BaseModel):
 
 
 class SetupReport(BaseModel):
-    """Per-step timings of one :func:`run_setup` call (problems of lenient postconfig steps)."""
+    """Per-step timings of one :func:`run_setup_in_process` call (problems of lenient
+    postconfig steps)."""
 
     phase: str = "config"
     backend: str = "osworld"
@@ -219,7 +222,7 @@ def _again(step: SetupStep, exchanges: list[Any], deadline: float | None) -> boo
             and target_missing(step, exchanges))
 
 
-def run_setup(
+def run_setup_in_process(
     steps: Sequence[SetupStep | dict[str, Any]],
     ctx: TaskContext,
     *,
@@ -278,5 +281,5 @@ def run_setup(
     return report
 
 
-__all__ = ["SetupReport", "StepTiming", "UNSUPPORTED_STEPS", "check_steps", "run_setup",
-           "seed_downloads", "step_problem", "upstream_setup_controller"]
+__all__ = ["SetupReport", "StepTiming", "UNSUPPORTED_STEPS", "check_steps",
+           "run_setup_in_process", "seed_downloads", "step_problem", "upstream_setup_controller"]

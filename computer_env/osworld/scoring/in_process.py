@@ -1,4 +1,6 @@
-"""Scoring a task with OSWorld's semantics (``DesktopEnv.evaluate``), but infra-aware.
+"""Scoring a task with OSWorld's semantics (``DesktopEnv.evaluate``), but infra-aware, in this
+process: the scoring process's child runs it (a worker calls
+:func:`computer_env.osworld.scoring.process.evaluate`, which never imports it).
 
 1. postconfig runs; 2. ``infeasible`` scores 1 iff the last action is ``FAIL``; any other task
 whose last action is ``FAIL`` scores 0; 3. one metric is
@@ -10,7 +12,9 @@ The getters and metrics are OSWorld's own (``desktop_env.evaluators``), on every
 Unlike a plain OSWorld run, a getter that fails because of the environment (desktop or Chrome
 unreachable, a download failed) raises ``EvaluatorInfraError`` instead of scoring 0, and a getter
 or metric that is missing here or needs a module not installed here (OCR, audio, Google Drive)
-raises ``EvaluatorUnsupported`` before setup (a skip).
+raises ``EvaluatorUnsupported`` before setup (a skip). A metric on a result far larger than
+the expected file runs under the ``metric_limit`` its caller gives (the scoring process: a CPU
+budget).
 """
 
 from __future__ import annotations
@@ -18,16 +22,16 @@ from __future__ import annotations
 import logging
 import platform
 import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any
-
-from pydantic import BaseModel, Field
 
 from computer_env.errors import EvaluatorCrash, EvaluatorInfraError, InfraError
 from computer_env.osworld.context import TaskContext, substitute
 from computer_env.osworld.errors import EvaluatorUnsupported, Unsupported
-from computer_env.osworld.scoring.scorer_budget import cpu_budget
-from computer_env.osworld.prepare.setup import SetupReport, check_steps, run_setup
+from computer_env.osworld.prepare.setup import check_steps, run_setup_in_process
+from computer_env.osworld.scoring.result import EvalResult, MetricDetail
 from computer_env.osworld.scoring.shim import EvalEnv, check_cdp, seed_cloud_files, stopped_apps
 from computer_env.osworld.catalog.tasks import Task
 from computer_env.osworld.upstream.loader import (
@@ -44,29 +48,14 @@ PREVIEW_CHARS = 300
 """How much of each metric input is kept in the detail (for the replay)."""
 
 
-class MetricDetail(BaseModel):
-    """One metric's inputs and value (inputs truncated to ``PREVIEW_CHARS``)."""
-
-    func: str
-    score: float | None = None
-    result_type: str | None = None
-    expected_type: str | None = None
-    result: str | None = None
-    expected: str | None = None
-    options: dict[str, Any] = Field(default_factory=dict)
-    error: str | None = None
-    skipped: bool = False
+MetricLimit = Callable[[Any, Any], AbstractContextManager[Any]]
+"""What a metric runs under, given the result's and the expected value (e.g. a CPU budget)."""
 
 
-class EvalResult(BaseModel):
-    """A task's score in [0, 1] with how it came about."""
-
-    score: float
-    detail: list[MetricDetail] = Field(default_factory=list)
-    reason: str = ""
-    backend: str = "osworld"
-    postconfig: SetupReport | None = None
-    seconds: float = 0.0
+def unlimited(result: Any, expected: Any) -> AbstractContextManager[Any]:
+    """No limit (outside the scoring process)."""
+    del result, expected
+    return nullcontext()
 
 
 def preview(value: Any, limit: int = PREVIEW_CHARS) -> str:
@@ -135,8 +124,8 @@ def _check_embedded(task: Task, ctx: TaskContext | None) -> None:
                 "google-chrome 'Google Chrome' there")
 
 
-def ensure_supported(task: Task, ctx: TaskContext | None = None, *,
-                     backend: str | None = None) -> None:
+def ensure_supported_in_process(task: Task, ctx: TaskContext | None = None, *,
+                                backend: str | None = None) -> None:
     """Raise ``SetupUnsupported``/``EvaluatorUnsupported`` now if a step, getter or metric of the
     task cannot run here (call before setup to skip early); with ``ctx``, also what cannot work
     on its desktop. ``backend`` is ignored (kept for callers)."""
@@ -203,7 +192,8 @@ def _get(resolved: _Resolved, env: EvalEnv, spec: dict[str, Any], role: str) -> 
 
 
 def _score_one(resolved: _Resolved, env: EvalEnv, idx: int, func: str, result_spec: Any,
-               expected_spec: Any, options: dict[str, Any]) -> MetricDetail:
+               expected_spec: Any, options: dict[str, Any], limit: MetricLimit
+               ) -> MetricDetail:
     detail = MetricDetail(func=func, options=options,
                           result_type=(result_spec or {}).get("type"),
                           expected_type=(expected_spec or {}).get("type"))
@@ -222,7 +212,7 @@ def _score_one(resolved: _Resolved, env: EvalEnv, idx: int, func: str, result_sp
                 raise EvaluatorInfraError(f"expected getter {expected_spec.get('type')!r}: "
                                           f"file not found: {exc}") from exc
             detail.expected = preview(expected_state)
-            with cpu_budget(result_state, expected_state):  # a far larger result: limited
+            with limit(result_state, expected_state):  # a far larger result: limited
                 value = metric(result_state, expected_state, **options)
         else:
             value = metric(result_state, **options)
@@ -241,9 +231,11 @@ def _last_is_fail(history: list[Any]) -> bool:
     return last == "FAIL" or (isinstance(last, dict) and last.get("action_type") == "FAIL")
 
 
-def evaluate(task: Task, ctx: TaskContext, *, backend: str | None = None) -> EvalResult:
-    """Score ``task`` on the desktop in ``ctx`` (see the module docstring for the semantics);
-    ``backend`` is accepted for compatibility and ignored (OSWorld's code always scores)."""
+def evaluate_in_process(task: Task, ctx: TaskContext, *, backend: str | None = None,
+                        metric_limit: MetricLimit = unlimited) -> EvalResult:
+    """Score ``task`` on the desktop in ``ctx``, here (see the module docstring for the
+    semantics); ``backend`` is accepted for compatibility and ignored (OSWorld's code always
+    scores)."""
     del backend
     t0 = time.monotonic()
     if ctx.task_id is None:
@@ -251,7 +243,8 @@ def evaluate(task: Task, ctx: TaskContext, *, backend: str | None = None) -> Eva
     resolved = _resolve(task)
     name = "osworld"
     ev = task.evaluator
-    post = run_setup(ev.postconfig, ctx, phase="postconfig") if ev.postconfig else None
+    post = run_setup_in_process(ev.postconfig, ctx, phase="postconfig") \
+        if ev.postconfig else None
 
     def done(score: float, reason: str, detail: list[MetricDetail] | None = None) -> EvalResult:
         return EvalResult(score=float(score), detail=detail or [], reason=reason, backend=name,
@@ -277,7 +270,8 @@ def evaluate(task: Task, ctx: TaskContext, *, backend: str | None = None) -> Eva
 
     details: list[MetricDetail] = []
     for i, func in enumerate(funcs):
-        d = _score_one(resolved, env, i, func, results[i], expecteds[i], options[i])
+        d = _score_one(resolved, env, i, func, results[i], expecteds[i], options[i],
+                       metric_limit)
         details.append(d)
         if not listed:
             return done(d.score or 0.0, d.error or f"{func} = {d.score}", details)
@@ -293,4 +287,5 @@ def evaluate(task: Task, ctx: TaskContext, *, backend: str | None = None) -> Eva
                 details)
 
 
-__all__ = ["EvalResult", "MetricDetail", "ensure_supported", "evaluate", "preview"]
+__all__ = ["CHROME_A11Y_GETTERS", "EMBEDDED_TIMING_DEFECTS", "MetricLimit", "PREVIEW_CHARS",
+           "ensure_supported_in_process", "evaluate_in_process", "preview", "unlimited"]

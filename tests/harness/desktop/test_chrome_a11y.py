@@ -103,7 +103,9 @@ def test_embedded_desktop_skips_these_getters_only_where_osworld_wants_chromium(
     contains "arm"; the embedded desktop names its google-chrome "Google Chrome", so there the
     task is skipped (on this machine too, with ``platform.machine`` answering as on such a one)."""
     from computer_env.osworld.errors import EvaluatorUnsupported
-    from computer_env.osworld.scoring.evaluate import ensure_supported
+    from computer_env.osworld.scoring.in_process import (
+        ensure_supported_in_process as ensure_supported,
+    )
     from computer_env.osworld.catalog.tasks import parse_task
 
     task = parse_task({"id": "t1", "instruction": "test", "evaluator": {

@@ -45,7 +45,7 @@ import fixtures.benchmarks.osworld_setup as osworld_setup
 from computer_env.desktop.client import DesktopClient
 from computer_env.errors import SetupError
 from computer_env.osworld import EvaluatorUnsupported
-from computer_env.osworld.scoring.scorer import scorer
+from computer_env.osworld.scoring.process import scoring_process
 from holo_agent.reference import solution_key
 from tests.harness.helpers.polling import wait_for
 
@@ -145,9 +145,9 @@ def pytest_configure(config: pytest.Config) -> None:
         if task.id in _ids("CHAOS_EVAL_ABORT_ALWAYS") or (
                 task.id in _ids("CHAOS_EVAL_ABORT") and f"abort:{task.id}" not in _done):
             _done.add(f"abort:{task.id}")
-            scorer().call("tests.harness.helpers.scorer_fault_jobs:abort",
-                          f"the evaluation of {task.case_id}",
-                          reads_agent_state=True)
+            scoring_process().call("tests.harness.helpers.scorer_fault_jobs:abort",
+                                   f"the evaluation of {task.case_id}",
+                                   reads_agent_state=True)
         if task.id in _ids("CHAOS_HARNESS_BUG"):
             try:
                 raise ConnectionRefusedError("the desktop refused")

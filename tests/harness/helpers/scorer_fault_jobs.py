@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 
-from computer_env.osworld.scoring import scorer_budget
+from computer_env.osworld.scoring.process import _limits
 
 
 def abort() -> None:
@@ -17,8 +17,8 @@ def abort() -> None:
 def spin_on(result: str, expected: str) -> str:
     """A metric busy on the CPU, under the budget of ``result`` against ``expected`` (at
     1 s + 0 s/MiB); returns when there is no budget."""
-    scorer_budget.BASE_S, scorer_budget.PER_MIB_S = 1.0, 0.0
-    with scorer_budget.cpu_budget(result, expected) as budget:
+    _limits.BASE_S, _limits.PER_MIB_S = 1.0, 0.0
+    with _limits.cpu_budget(result, expected) as budget:
         if budget is None:
             return "no budget"
         while True:

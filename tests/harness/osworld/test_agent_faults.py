@@ -15,7 +15,7 @@ import pytest
 from computer_env.desktop.client import DesktopClient
 from computer_env.desktop.providers.local.provider import LocalSandboxProvider
 from computer_env.errors import EvaluatorCrash, EvaluatorInfraError
-from computer_env.osworld.scoring.evaluate import evaluate
+from computer_env.osworld.scoring.in_process import evaluate_in_process as evaluate
 from fixtures.cases.attempt import Attempt
 from fixtures.cases.integrity.integrity import (
     EVALUATOR_CRASH,

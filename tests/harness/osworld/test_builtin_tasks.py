@@ -26,10 +26,10 @@ from computer_env.osworld import (
     check_task_unplayed,
     default_vars,
     load_builtin_tasks,
-    run_setup,
     wait_until_settled,
 )
-from computer_env.osworld.scoring.evaluate import evaluate
+from computer_env.osworld.prepare.setup import run_setup_in_process as run_setup
+from computer_env.osworld.scoring.in_process import evaluate_in_process as evaluate
 from computer_env.osworld.catalog.assets import AssetServer
 from computer_env.osworld.builtin import BUILTIN_ROOT, load_solutions, task_ids
 from tests.harness.helpers.localdesk import local_desktop

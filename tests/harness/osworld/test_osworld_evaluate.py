@@ -19,8 +19,11 @@ import pytest
 from computer_env.desktop.client import DesktopClient
 from computer_env.desktop.providers.base import DesktopHandle
 from computer_env.errors import EvaluatorInfraError
-from computer_env.osworld import EvaluatorUnsupported, TaskContext, default_vars, ensure_supported
-from computer_env.osworld.scoring.evaluate import evaluate
+from computer_env.osworld import EvaluatorUnsupported, TaskContext, default_vars
+from computer_env.osworld.scoring.in_process import (
+    ensure_supported_in_process as ensure_supported,
+    evaluate_in_process as evaluate,
+)
 from computer_env.osworld.catalog.tasks import Task, parse_task
 
 
@@ -363,7 +366,10 @@ def test_a_task_that_races_the_embedded_desktop_is_skipped_there_only() -> None:
     from types import SimpleNamespace
 
     from computer_env.osworld.errors import EvaluatorUnsupported
-    from computer_env.osworld.scoring.evaluate import EMBEDDED_TIMING_DEFECTS, ensure_supported
+    from computer_env.osworld.scoring.in_process import EMBEDDED_TIMING_DEFECTS
+    from computer_env.osworld.scoring.in_process import (
+        ensure_supported_in_process as ensure_supported,
+    )
     from computer_env.osworld.catalog.tasks import load_task_file
     from tests.harness.helpers.suite import OSWORLD_DATA
 

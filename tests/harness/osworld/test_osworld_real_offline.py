@@ -38,7 +38,7 @@ SKIP_PREFIXES = ("needs: ", "leak check only", "cannot run here: ",
 
 KNOWN_ENVIRONMENT_DEFECTS: dict[str, str] = {}
 # (os/13584542, whose own postconfig races the terminal's start, is skipped by the product on
-# the embedded desktop: computer_env.osworld.scoring.evaluate.EMBEDDED_TIMING_DEFECTS)
+# the embedded desktop: computer_env.osworld.scoring.in_process.EMBEDDED_TIMING_DEFECTS)
 """Cases that fail here for a defect of the desktop, not of the harness or the oracle, with the
 text their failure shows. Left out of the CI run (an unscored case costs its reruns); listed so
 that they stay visible until the desktop is fixed."""

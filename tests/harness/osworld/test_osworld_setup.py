@@ -21,8 +21,9 @@ import pytest
 from computer_env.desktop.client import DesktopClient
 from computer_env.desktop.providers.base import DesktopHandle
 from computer_env.errors import SetupError, VMUnreachable
-from computer_env.osworld import SetupUnsupported, TaskContext, default_vars, prefetch, run_setup
-from computer_env.osworld.scoring.evaluate import evaluate
+from computer_env.osworld import SetupUnsupported, TaskContext, default_vars, prefetch
+from computer_env.osworld.prepare.setup import run_setup_in_process as run_setup
+from computer_env.osworld.scoring.in_process import evaluate_in_process as evaluate
 from computer_env.osworld.catalog.download import cache_path
 from computer_env.osworld.prepare.setup_steps import apply_proxy
 from computer_env.osworld.catalog.tasks import parse_task

@@ -16,7 +16,8 @@ import pytest
 
 from computer_env.desktop.client import DesktopClient
 from computer_env.errors import SetupError
-from computer_env.osworld import TaskContext, default_vars, run_setup
+from computer_env.osworld import TaskContext, default_vars
+from computer_env.osworld.prepare.setup import run_setup_in_process as run_setup
 from computer_env.osworld.prepare import setup_steps
 from computer_env.osworld.prepare.setup_steps import (
     BACKGROUND_PROGRAMS,

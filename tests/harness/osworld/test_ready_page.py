@@ -20,7 +20,8 @@ from typing import Any
 import pytest
 from PIL import Image
 
-from computer_env.osworld import TaskContext, run_setup
+from computer_env.osworld import TaskContext
+from computer_env.osworld.prepare.setup import run_setup_in_process as run_setup
 from computer_env.osworld.context import default_vars
 from computer_env.osworld.prepare.ready import (
     AppNotReady,

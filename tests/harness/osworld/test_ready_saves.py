@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 from computer_env.errors import EvaluatorInfraError, SetupError
-from computer_env.osworld import TaskContext, load_builtin_tasks, run_setup
+from computer_env.osworld import TaskContext, load_builtin_tasks
+from computer_env.osworld.prepare.setup import run_setup_in_process as run_setup
 from computer_env.osworld.catalog.assets import AssetServer, private_assets
 from computer_env.osworld.context import default_vars
 from computer_env.osworld.prepare.ready import (

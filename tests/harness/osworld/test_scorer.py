@@ -1,8 +1,8 @@
-"""OSWorld's code in the worker's scoring process (computer_env.osworld.scoring.scorer): the same scores
-and the same exceptions as in the worker itself, a dead or hung scoring process as an environment
-failure, and a worker that never imports OSWorld's metrics, getters or setup controller. The
-scoring process is real (spawned), its jobs are real code (tests/harness/helpers/scorer_jobs.py and
-OSWorld's own getters and metrics on real files)."""
+"""OSWorld's code in the worker's scoring process (computer_env.osworld.scoring.process): the same
+scores and the same exceptions as in the worker itself, a dead or hung scoring process as an
+environment failure, and a worker that never imports OSWorld's metrics, getters or setup
+controller. The scoring process is real (spawned), its jobs are real code
+(tests/harness/helpers/scorer_jobs.py and OSWorld's own getters and metrics on real files)."""
 
 from __future__ import annotations
 
@@ -19,9 +19,10 @@ from typing import Any
 import pytest
 
 from computer_env.errors import EvaluatorCrash, EvaluatorInfraError, InfraError, VMUnreachable
-from computer_env.osworld.scoring.evaluate import evaluate
 from computer_env.osworld.errors import EvaluatorUnsupported, SetupUnsupported
-from computer_env.osworld.scoring.scorer import Scorer, ScorerFailed
+from computer_env.osworld.scoring.in_process import evaluate_in_process as evaluate
+from computer_env.osworld.scoring.process import ScorerFailed
+from computer_env.osworld.scoring.process import ScoringProcess as Scorer
 from fixtures.cases.outcomes import classify
 from tests.harness.helpers.polling import wait_for
 from test_osworld_evaluate import TEXT_EQ, cache, make_ctx, put, task
@@ -204,7 +205,7 @@ def test_the_same_score_or_exception_as_in_the_worker(scorer: Scorer, tmp_path: 
 SCRIPT = """
 import json, sys
 from pathlib import Path
-from computer_env.osworld.scoring.scorer import close_scorer
+from computer_env.osworld.scoring.process import close_scoring_process as close_scorer
 from fixtures.benchmarks.osworld import ScoringWitness, explain_files, score_with_evaluator
 from fixtures.cases.attempt import Attempt
 from test_osworld_evaluate import make_ctx, task

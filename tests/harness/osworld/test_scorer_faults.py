@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 
 from computer_env.errors import EvaluatorTimedOut
-from computer_env.osworld.scoring.scorer import EvaluatorAborted, Scorer, ScorerFailed
-from computer_env.osworld.scoring.scorer_budget import budget_s
+from computer_env.osworld.scoring.process import EvaluatorAborted, ScorerFailed
+from computer_env.osworld.scoring.process import ScoringProcess as Scorer
+from computer_env.osworld.scoring.process._limits import budget_s
 from tests.harness.helpers.suite import CHAOS, ROOT, run_suite, task_list_file
 
 HARNESS = str(ROOT)

@@ -1,9 +1,10 @@
-"""The scoring process's memory cap (computer_env.osworld.scoring.scorer): a result file that inflates
-past it is the agent's 0 (``EvaluatorOutOfMemory``, an ``EvaluatorCrash``), not unscored; past
-it in setup, or a process killed by a signal, stays the environment's (``ScorerFailed``); an
-overrun process is replaced. The scoring process is real (spawned, capped by ``RLIMIT_DATA``),
-the evaluation is OSWorld's own ``compare_table`` on a real xlsx whose sheet inflates; the
-end-to-end case is ``--audit``'s ``result-bomb`` on the built-in LibreOffice Calc task."""
+"""The scoring process's memory cap (computer_env.osworld.scoring.process): a result file that
+inflates past it is the agent's 0 (``EvaluatorOutOfMemory``, an ``EvaluatorCrash``), not
+unscored; past it in setup, or a process killed by a signal, stays the environment's
+(``ScorerFailed``); an overrun process is replaced. The scoring process is real (spawned, capped
+by ``RLIMIT_DATA``), the evaluation is OSWorld's own ``compare_table`` on a real xlsx whose sheet
+inflates; the end-to-end case is ``--audit``'s ``result-bomb`` on the built-in LibreOffice Calc
+task."""
 
 from __future__ import annotations
 
@@ -21,13 +22,13 @@ import pytest
 
 from tests.harness.helpers.audit_suite import audit_run
 from computer_env.errors import ConfigurationError, EvaluatorCrash, EvaluatorOutOfMemory
-from computer_env.osworld.scoring.scorer import (
+from computer_env.osworld.scoring.process import (
     MEMORY_CAP_ENV,
     MIN_CAP_MIB,
-    Scorer,
     ScorerFailed,
     memory_cap,
 )
+from computer_env.osworld.scoring.process import ScoringProcess as Scorer
 from computer_env.osworld.context import TaskContext
 from computer_env.osworld.catalog.tasks import Task
 from fixtures.cases.outcomes import classify

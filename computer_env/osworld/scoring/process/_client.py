@@ -1,37 +1,6 @@
-"""OSWorld's code in a scoring process of its own, so that a worker never imports OSWorld's
-metrics, getters and setup controller (pandas, openpyxl, borb, playwright, Google's clients...:
-about 200 MiB in every worker).
-
-:func:`evaluate`, :func:`ensure_supported` and :func:`run_setup` have the signatures, results and
-exceptions of :mod:`computer_env.osworld.scoring.evaluate`'s and :mod:`computer_env.osworld.prepare.setup`'s: the
-scoring process (:mod:`.scorer_child`) runs that very code, on a :class:`TaskContext` rebuilt from
-what the worker's holds (:class:`~.scorer_wire.ContextSpec`); OSWorld's code reaches the desktop
-through a gateway of the scoring process's own, closed after each job. Exceptions come back with
-their type, message, attributes and chain; log records are logged again in the worker.
-:func:`explain_files` (the replay's cell-level differences) runs there too.
-
-The process is started on first use ('spawn': nothing of the worker is inherited; a script
-scoring this way needs the ``if __name__ == "__main__":`` guard) and replaced after
-:data:`TASKS_PER_PROCESS` jobs or past :data:`RSS_LIMIT_MIB`, the new one started at once and
-importing OSWorld's code in the background (:meth:`Scorer.warm`). If it dies (a crash, the OOM
-killer, by hand) or a job outruns ``timeout``, the job raises :class:`ScorerFailed`, an
-environment failure (rerun, then unscored), and the next job gets a fresh process; but an
-evaluation that outran it busy on the CPU raises :class:`~computer_env.errors.EvaluatorTimedOut`
-(the agent's 0).
-
-Memory cap: the process caps its own private writable memory (``RLIMIT_DATA``: the heap a reader
-fills; not ``RLIMIT_AS``, which also counts address space only reserved, e.g. the ~600 MiB
-``VmData`` but 1.5 GiB ``VmSize`` of playwright's node driver, a child of this process) at
-:attr:`Scorer.memory_cap_mib`: :data:`MEMORY_CAP_MIB`, at most :data:`HOST_SHARE` of the host's
-memory (at least :data:`MIN_CAP_MIB`); ``$HOLO_SCORER_MEMORY_MIB`` (MiB; 0: no cap) or the
-constructor's ``memory_cap_mib`` override it. Measured on the built-in tasks and OSWorld's real
-offline ones, the process peaks at 330 MiB resident (``VmHWM``), 430 MiB ``VmData``, 1.3 GiB
-``VmPeak``. A job that overruns the cap (:mod:`.scorer_child`) is answered, then the process
-is replaced (its heap is spent): an *evaluation* raises
-:class:`~computer_env.errors.EvaluatorOutOfMemory` (the result the agent left is a bomb: scored
-0 once it acted); any other job (setup, support check) raises :class:`ScorerFailed` (the
-environment's, unscored).
-"""
+"""The worker's side of the boundary: :class:`ScoringProcess`, the client that starts the
+scoring process, sends it jobs by name and reads how they ended, and the proxies a worker calls
+(one process per worker process, started on first use)."""
 
 from __future__ import annotations
 
@@ -47,25 +16,24 @@ from pathlib import Path
 from typing import Any
 
 from computer_env.errors import EvaluatorOutOfMemory, EvaluatorTimedOut
-from computer_env.osworld.context import TaskContext
-from computer_env.osworld.scoring.evaluate import EvalResult
-from computer_env.osworld.scoring.scorer_cap import (
-    HOST_SHARE, MEMORY_CAP_ENV, MEMORY_CAP_MIB, MIN_CAP_MIB, memory_cap,
-)
-from computer_env.osworld.scoring.scorer_child import serve
-from computer_env.osworld.scoring.scorer_faults import (
-    C_FAULTS,
-    EvaluatorAborted,
-    ScorerFailed,
-    died,
-)
-from computer_env.osworld.scoring.scorer_wire import (
-    ContextSpec, RemoteError, cpu_seconds, rebuild, replay_logs,
-)
-from computer_env.osworld.prepare.setup import SetupReport
 from computer_env.osworld.catalog.tasks import SetupStep, Task
+from computer_env.osworld.context import TaskContext
+from computer_env.osworld.prepare.setup import SetupReport
+from computer_env.osworld.scoring.process._faults import ScorerFailed, cpu_seconds, died
+from computer_env.osworld.scoring.process._limits import memory_cap
+from computer_env.osworld.scoring.process._wire import (
+    ContextSpec,
+    RemoteError,
+    rebuild,
+    replay_logs,
+    run_named,
+)
+from computer_env.osworld.scoring.result import EvalResult
 
 log = logging.getLogger(__name__)
+
+_CHILD = "computer_env.osworld.scoring.process._child"
+"""The child's side, named: imported in the scoring process only."""
 
 TIMEOUT_S = 1200.0
 """The longest one evaluation may take (OSWorld's postconfig may sleep and download)."""
@@ -82,14 +50,14 @@ RSS_LIMIT_MIB = 1500.0
 """A scoring process this large after a job is replaced."""
 
 
-class Scorer:
+class ScoringProcess:
     """One worker's scoring process (started on first use)."""
 
     def __init__(self, *, timeout: float = TIMEOUT_S, tasks_per_process: int = TASKS_PER_PROCESS,
                  rss_limit_mib: float = RSS_LIMIT_MIB, memory_cap_mib: int | None = None) -> None:
         self.timeout = timeout
         self.memory_cap_mib = memory_cap(memory_cap_mib)
-        """The scoring process's memory cap in MiB (0: none; see the module docstring)."""
+        """The scoring process's memory cap in MiB (0: none; see :func:`memory_cap`)."""
         self.tasks_per_process = tasks_per_process
         self.rss_limit_mib = rss_limit_mib
         self.rss_mib = 0.0
@@ -107,7 +75,8 @@ class Scorer:
     def _start(self) -> tuple[BaseProcess, multiprocessing.connection.Connection]:
         mp = multiprocessing.get_context("spawn")
         mine, theirs = mp.Pipe()
-        process = mp.Process(target=serve, args=(theirs, os.getpid(), self.memory_cap_mib),
+        process = mp.Process(target=run_named,
+                             args=(f"{_CHILD}:serve", theirs, os.getpid(), self.memory_cap_mib),
                              daemon=True, name="osworld-scorer")
         process.start()
         theirs.close()
@@ -140,7 +109,7 @@ class Scorer:
              reads_agent_state: bool = False, warm_up: bool = False, **kwargs: Any) -> Any:
         """``target(*args, **kwargs)`` (``"module:function"``; arguments and value plain data or
         the project's own types) in the scoring process, for ``what`` (named in errors), within
-        ``timeout`` seconds (default: the scorer's): its value, or its exception raised here.
+        ``timeout`` seconds (default: the client's): its value, or its exception raised here.
         ``warm_up``: a job that does not count toward :attr:`tasks_per_process`."""
         timeout = self.timeout if timeout is None else timeout
         with self._lock:
@@ -193,32 +162,31 @@ class Scorer:
             if generation != self._generation:
                 return  # closed meanwhile: no process to leave behind
             try:
-                self.call("computer_env.osworld.scoring.scorer_child:warm_job", "warming up",
-                          warm_up=True)
+                self.call(f"{_CHILD}:warm_job", "warming up", warm_up=True)
             except Exception as exc:  # noqa: BLE001 - the next job meets the same failure
                 log.debug("warming the scoring process up failed: %s", exc)
 
     def evaluate(self, task: Task, ctx: TaskContext) -> EvalResult:
-        """:func:`computer_env.osworld.scoring.evaluate.evaluate` in the scoring process."""
+        """:func:`~computer_env.osworld.scoring.in_process.evaluate_in_process` in the scoring
+        process."""
         if ctx.task_id is None:
             ctx.task_id = task.id
-        data = self.call("computer_env.osworld.scoring.scorer_child:evaluate_job",
-                         f"the evaluation of {task.case_id}", task, ContextSpec.of(ctx),
-                         reads_agent_state=True)
+        data = self.call(f"{_CHILD}:evaluate_job", f"the evaluation of {task.case_id}", task,
+                         ContextSpec.of(ctx), reads_agent_state=True)
         return EvalResult.model_validate(data)
 
     def ensure_supported(self, task: Task, ctx: TaskContext | None = None) -> None:
-        """:func:`computer_env.osworld.scoring.evaluate.ensure_supported` in the scoring process
-        (without ``ctx``: what needs no desktop, which imports the task's getters and metrics
-        there; a caller may run it while the desktop is being reset)."""
-        self.call("computer_env.osworld.scoring.scorer_child:supported_job",
-                  f"the support check of {task.case_id}", task,
+        """:func:`~computer_env.osworld.scoring.in_process.ensure_supported_in_process` in the
+        scoring process (without ``ctx``: what needs no desktop, which imports the task's
+        getters and metrics there; a caller may run it while the desktop is being reset)."""
+        self.call(f"{_CHILD}:supported_job", f"the support check of {task.case_id}", task,
                   ContextSpec.of(ctx) if ctx is not None else None)
 
     def run_setup(self, steps: Sequence[SetupStep | dict[str, Any]], ctx: TaskContext, *,
                   phase: str = "config", strict: bool | None = None) -> SetupReport:
-        """:func:`computer_env.osworld.prepare.setup.run_setup` in the scoring process."""
-        data = self.call("computer_env.osworld.scoring.scorer_child:setup_job", f"the {phase} setup of {ctx.task_id}",
+        """:func:`~computer_env.osworld.prepare.setup.run_setup_in_process` in the scoring
+        process."""
+        data = self.call(f"{_CHILD}:setup_job", f"the {phase} setup of {ctx.task_id}",
                          list(steps), ContextSpec.of(ctx), phase, strict,
                          timeout=SETUP_TIMEOUT_S)
         return SetupReport.model_validate(data)
@@ -237,51 +205,50 @@ class Scorer:
         return list(lines)
 
 
-_scorer: Scorer | None = None
-_scorer_lock = threading.Lock()
+_process: ScoringProcess | None = None
+_process_lock = threading.Lock()
 
 
-def scorer() -> Scorer:
-    """This process's scorer (made on first use)."""
-    global _scorer
-    with _scorer_lock:
-        if _scorer is None:
-            _scorer = Scorer()
-        return _scorer
+def scoring_process() -> ScoringProcess:
+    """This process's scoring process (its client made on first use)."""
+    global _process
+    with _process_lock:
+        if _process is None:
+            _process = ScoringProcess()
+        return _process
 
 
-def close_scorer() -> None:
+def close_scoring_process() -> None:
     """Stop this process's scoring process, if any."""
-    with _scorer_lock:
-        if _scorer is not None:
-            _scorer.close()
+    with _process_lock:
+        if _process is not None:
+            _process.close()
 
 
 def evaluate(task: Task, ctx: TaskContext) -> EvalResult:
     """Score ``task`` on ``ctx``'s desktop with OSWorld's evaluator, in the scoring process."""
-    return scorer().evaluate(task, ctx)
+    return scoring_process().evaluate(task, ctx)
 
 
 def ensure_supported(task: Task, ctx: TaskContext | None = None) -> None:
     """Raise ``Unsupported`` now if the task cannot be set up or scored here (checked in the
     scoring process, which imports the task's getters and metrics; without ``ctx``, only what
     needs no desktop)."""
-    scorer().ensure_supported(task, ctx)
+    scoring_process().ensure_supported(task, ctx)
 
 
 def run_setup(steps: Sequence[SetupStep | dict[str, Any]], ctx: TaskContext, *,
               phase: str = "config", strict: bool | None = None) -> SetupReport:
     """Run a task's setup steps with OSWorld's ``SetupController``, in the scoring process."""
-    return scorer().run_setup(steps, ctx, phase=phase, strict=strict)
+    return scoring_process().run_setup(steps, ctx, phase=phase, strict=strict)
 
 
 def explain_files(result: Path | str, expected: Path | str, *, func: str = "",
                   options: dict[str, Any] | None = None) -> list[str]:
     """Where ``result`` differs from ``expected``, worked out in the scoring process."""
-    return scorer().explain_files(result, expected, func=func, options=options)
+    return scoring_process().explain_files(result, expected, func=func, options=options)
 
 
-__all__ = ["C_FAULTS", "EvaluatorAborted", "HOST_SHARE", "MEMORY_CAP_ENV", "MEMORY_CAP_MIB", "MIN_CAP_MIB", "RSS_LIMIT_MIB",
-           "SETUP_TIMEOUT_S", "Scorer", "ScorerFailed", "TASKS_PER_PROCESS", "TIMEOUT_S",
-           "close_scorer", "ensure_supported", "evaluate", "explain_files", "memory_cap",
-           "run_setup", "scorer"]
+__all__ = ["CPU_BOUND_SHARE", "RSS_LIMIT_MIB", "SETUP_TIMEOUT_S", "ScoringProcess",
+           "TASKS_PER_PROCESS", "TIMEOUT_S", "close_scoring_process", "ensure_supported",
+           "evaluate", "explain_files", "run_setup", "scoring_process"]

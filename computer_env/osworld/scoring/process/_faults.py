@@ -1,17 +1,18 @@
-"""How a scoring process's end is read: whose fault a job that did not answer is.
+"""How a scoring process's job that did not answer is read: whose fault it is.
 
-:class:`ScorerFailed` is the environment's (rerun, then unscored); a metric past its CPU budget
-(SIGXCPU, :mod:`.scorer_budget`) is :class:`~computer_env.errors.EvaluatorTimedOut`, the agent's
-0; a fault in C while reading the agent's state is :class:`EvaluatorAborted` (see there).
+:class:`ScorerFailed` is the environment's (rerun, then unscored); an evaluation that outran its
+time busy on the CPU (:func:`cpu_seconds`) or a metric past its CPU budget (SIGXCPU,
+:func:`~._limits.cpu_budget`) is :class:`~computer_env.errors.EvaluatorTimedOut`, the agent's 0;
+a fault in C while reading the agent's state is :class:`EvaluatorAborted` (see there).
 """
 
 from __future__ import annotations
 
+import os
 import signal
 from multiprocessing.process import BaseProcess
 
 from computer_env.errors import EvaluatorInfraError, EvaluatorTimedOut
-from computer_env.osworld.scoring.scorer_wire import death
 
 
 class ScorerFailed(EvaluatorInfraError):
@@ -37,10 +38,30 @@ C_FAULTS = frozenset({signal.SIGABRT, signal.SIGSEGV, signal.SIGBUS, signal.SIGI
 """Deaths of the scoring process that are a reader's fault in C."""
 
 
+def cpu_seconds(pid: int) -> float:
+    """CPU time (user + system) process ``pid`` has used so far; 0 where it cannot be read."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+            fields = f.read().rpartition(")")[2].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
+def death(process: BaseProcess) -> str:
+    """How ``process`` ended, in words: killed by which signal, or its exit status."""
+    code = process.exitcode
+    if code is not None and code < 0:
+        name = signal.Signals(-code).name if -code in signal.valid_signals() else str(-code)
+        hint = " (out of memory, or killed by hand)" if -code == signal.SIGKILL else ""
+        return f"was killed by {name}{hint}"
+    return f"exited with status {code}"
+
+
 def died(process: BaseProcess, what: str, reads_agent_state: bool) -> Exception:
     """The error for a scoring process that died during ``what``: a metric past its CPU
-    budget (SIGXCPU, :mod:`.scorer_budget`) is the agent's 0; a fault in C while reading the
-    agent's state is :class:`EvaluatorAborted`; anything else the environment's."""
+    budget (SIGXCPU) is the agent's 0; a fault in C while reading the agent's state is
+    :class:`EvaluatorAborted`; anything else the environment's."""
     how = f"the scoring process (pid {process.pid}) {death(process)} during {what}"
     code = -(process.exitcode or 0)
     if reads_agent_state and code == signal.SIGXCPU:
@@ -51,4 +72,4 @@ def died(process: BaseProcess, what: str, reads_agent_state: bool) -> Exception:
     return ScorerFailed(how)
 
 
-__all__ = ["C_FAULTS", "EvaluatorAborted", "ScorerFailed", "died"]
+__all__ = ["C_FAULTS", "EvaluatorAborted", "ScorerFailed", "cpu_seconds", "death", "died"]

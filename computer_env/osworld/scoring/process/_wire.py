@@ -1,5 +1,6 @@
-"""What crosses between a worker and its scoring process (:mod:`.scorer`): the task context
-without its HTTP client, exceptions with their type, message and attributes, log records.
+"""What crosses between a worker and its scoring process: the task context without its HTTP
+client, exceptions with their type, message and attributes, log records, and the functions the
+child runs, named (``"module:function"``) so that the worker never imports them.
 
 Only plain data crosses (str, numbers, lists, dicts, the project's own pydantic models and
 dataclasses), so that the worker never imports a module of OSWorld's metrics (pandas, openpyxl...)
@@ -12,12 +13,9 @@ from __future__ import annotations
 import builtins
 import importlib
 import logging
-import os
-import signal
 import sys
 import traceback
 from dataclasses import dataclass
-from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import Any
 
@@ -224,25 +222,19 @@ def replay_logs(records: list[dict[str, Any]]) -> None:
             logger.handle(record)
 
 
-__all__ = ["ContextSpec", "ExcRecord", "LogCapture", "RemoteError", "cpu_seconds", "death",
-           "describe", "rebuild", "replay_logs"]
+# -- functions by name ------------------------------------------------------------------------
+
+def resolve(target: str) -> Any:
+    """``"module:function"`` imported here."""
+    module, _, name = target.partition(":")
+    return getattr(importlib.import_module(module), name)
 
 
-def cpu_seconds(pid: int) -> float:
-    """CPU time (user + system) process ``pid`` has used so far; 0 where it cannot be read."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
-            fields = f.read().rpartition(")")[2].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError, IndexError):
-        return 0.0
+def run_named(target: str, *args: Any) -> None:
+    """The child's entry point: ``target(*args)``, imported in the child only (the worker starts
+    the process with this function, so it never imports the child's side)."""
+    resolve(target)(*args)
 
 
-def death(process: BaseProcess) -> str:
-    """How ``process`` ended, in words: killed by which signal, or its exit status."""
-    code = process.exitcode
-    if code is not None and code < 0:
-        name = signal.Signals(-code).name if -code in signal.valid_signals() else str(-code)
-        hint = " (out of memory, or killed by hand)" if -code == signal.SIGKILL else ""
-        return f"was killed by {name}{hint}"
-    return f"exited with status {code}"
+__all__ = ["ContextSpec", "ExcRecord", "LogCapture", "RemoteError", "describe", "rebuild",
+           "replay_logs", "resolve", "run_named"]
