@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.harness.helpers.suite import SuiteRun, run_suite
+from tests.harness.helpers.tiers import E2E, needs
 
 BUILTIN_TASK = {"os": ["os-create-report-file"]}
 """The built-in task an exploit's own test is played on (fast to set up)."""
@@ -35,6 +36,7 @@ class AuditRun:
         return [f for f in self.audit["findings"] if f["flaw"] == "harness"]
 
 
+@needs(E2E)
 def audit_run(tmp_path: Path, exploits: list[str] | None = None, *args: str,
               target: str = "tests/osworld", tasks: dict[str, list[str]] | None = None,
               timeout: float = 1500) -> AuditRun:

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from computer_env.desktop.providers.docker.provider import DEFAULT_GUEST_SERVER_IMAGE
+from tests.harness.helpers.tiers import E2E, needs
 
 ROOT = Path(__file__).resolve().parents[3]
 IMAGE = os.environ.get("HOLO_DESKTOP_IMAGE", DEFAULT_GUEST_SERVER_IMAGE)
@@ -27,6 +28,7 @@ def _client() -> Any:
 
 
 @pytest.fixture(scope="module")
+@needs(E2E, "docker")
 def docker_client() -> Iterator[Any]:
     """A reachable daemon with the guest-server image, or a skip that says what is missing."""
     try:

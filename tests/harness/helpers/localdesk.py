@@ -12,11 +12,13 @@ import pytest
 from computer_env.desktop.providers.base import DesktopHandle
 from computer_env.desktop.providers.local import ownership
 from computer_env.errors import ConfigurationError
+from tests.harness.helpers.tiers import DESKTOP, needs
 
 if TYPE_CHECKING:
     from computer_env.desktop.providers.local.provider import LocalSandboxProvider
 
 
+@needs(DESKTOP)
 @contextmanager
 def local_desktop(*, width: int = 1920, height: int = 1080, allow_ports: Iterable[int] = (),
                   skip_unavailable: bool = False) -> Iterator[LocalSandboxProvider]:

@@ -29,6 +29,7 @@ from typing import Any
 import psutil
 
 from tests.harness.helpers.polling import wait_for
+from tests.harness.helpers.tiers import E2E, needs
 
 RAY = str(Path(sys.executable).with_name("ray"))
 HEAD_IP, NODE_IP = "127.0.0.1", "127.0.0.2"
@@ -40,6 +41,7 @@ SYSTEM_CONFIG = {"health_check_period_ms": 1000, "health_check_failure_threshold
 LOCK = Path(tempfile.gettempdir()) / "holo-bench-ray-test.lock"
 
 
+@needs(E2E, "ray")
 @contextmanager
 def one_cluster_at_a_time(timeout: float = 900.0) -> Iterator[None]:
     """Hold the host's test-cluster lock (``flock``): tests on other xdist workers wait for it
@@ -71,6 +73,7 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+@needs(E2E, "ray")
 class TwoNodeCluster:
     """Head (127.0.0.1) + one node (127.0.0.2), ``desktops`` of resource ``desktop`` each."""
 

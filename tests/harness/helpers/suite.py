@@ -15,6 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tests.harness.helpers.polling import scaled
+from tests.harness.helpers.tiers import E2E, needs
+
 ROOT = Path(__file__).resolve().parents[3]
 OSWORLD_DATA = Path(os.environ.get(
     "OSWORLD_EXAMPLES", ROOT.parent / "shared" / "osworld" / "evaluation_examples"))
@@ -85,16 +88,19 @@ def first_smoke_tasks(n: int, *, exclude_domains: tuple[str, ...] = ()) -> dict[
     return out
 
 
+@needs(E2E)
 def run_suite(results_dir: Path, run: str, *args: str, target: str = "tests/osworld",
               timeout: float = 900, env: dict[str, str] | None = None) -> SuiteRun:
-    """Run the suite to completion in a child process (its own process group)."""
+    """Run the suite to completion in a child process (its own process group), within
+    ``timeout`` seconds times the time scale."""
     cmd = [sys.executable, "-m", "pytest", target, "--results-dir", str(results_dir),
            "--run", run, "-q", "-rA", *args]
-    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout,
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=scaled(timeout),
                           env={**os.environ, **(env or {})}, start_new_session=True)
     return SuiteRun(proc.returncode, proc.stdout + proc.stderr, results_dir / run)
 
 
+@needs(E2E)
 def start_suite(results_dir: Path, run: str, *args: str, target: str = "tests/osworld",
                 env: dict[str, str] | None = None, log: Path | None = None) -> subprocess.Popen[str]:
     """Start the suite in the background (own process group) for interruption tests."""

@@ -20,6 +20,7 @@ drift: such a test fails in every tier until :data:`USES` or a :func:`needs` nam
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 import types
@@ -39,26 +40,17 @@ TIER_MARKS = (DESKTOP, E2E)
 """The marks that take a test out of the fast tier."""
 
 USES: dict[str, tuple[str, ...]] = {
-    # a real local desktop: an X server, the local sandbox, a guest server on an X display
+    # the product's own parts that start what the fast tier must not (the tests' helpers say
+    # their tier themselves with needs(): local_desktop, XDesktop, GuestServer, run_suite,
+    # start_suite, audit_run, docker_client, TwoNodeCluster, one_cluster_at_a_time)
     "LocalSandboxProvider": (DESKTOP,),
-    "XDesktop": (DESKTOP,),
-    "GuestServer": (DESKTOP,),
-    "local_desktop": (DESKTOP,),
-    # a child benchmark run (a whole suite on real desktops)
-    "run_suite": (E2E,),
-    "start_suite": (E2E,),
-    "audit_run": (E2E,),
-    # a Docker daemon and the guest image
-    "docker_client": (E2E, "docker"),
     "DockerProvider": (E2E, "docker"),
-    # a Ray cluster
-    "TwoNodeCluster": (E2E, "ray"),
-    # a real vLLM (vLLM's CPU build in .venv-vllm)
     "VllmServers": (E2E, "vllm"),
     "VLLM_PY": (E2E, "vllm"),
-    "one_cluster_at_a_time": (E2E, "ray"),
+    # a fixture a test takes by name (its function is read too; the name alone suffices)
+    "docker_client": (E2E, "docker"),
 }
-"""Names a test may reach (a helper, a fixture, a product class) -> the marks its use implies."""
+"""Names a test may reach (a product class, a fixture) -> the marks its use implies."""
 
 PROGRAMS: dict[str, tuple[str, ...]] = {
     # an X server of the test's own
@@ -102,6 +94,18 @@ def _code_words(code: types.CodeType) -> set[str]:
     return words
 
 
+def _module(name: str) -> types.ModuleType | None:
+    """The module ``name`` if it is loaded, or one of the harness helpers (loaded here)."""
+    if name in sys.modules:
+        return sys.modules[name]
+    if name.startswith(__name__.rpartition(".")[0] + "."):
+        try:
+            return importlib.import_module(name)
+        except ImportError:
+            return None
+    return None
+
+
 def _defined_in_tests(obj: object) -> bool:
     module = sys.modules.get(getattr(obj, "__module__", "") or "")
     path = getattr(module, "__file__", None)
@@ -133,8 +137,14 @@ def reach(obj: object, seen: set[int] | None = None) -> set[str]:
         return found
     words = _code_words(fn.__code__)
     found |= words
+    # names imported inside the function: looked up in the modules it imports from (the
+    # helpers' own are imported here if the function has not run yet)
+    imported = [m for w in sorted(words) if (m := _module(w)) is not None]
     for name in words:
         target = fn.__globals__.get(name)
+        if target is None:
+            target = next((t for m in imported if (t := getattr(m, name, None)) is not None),
+                          None)
         if target is None or id(target) in seen:
             continue
         if hasattr(target, "__holo_tier__"):

@@ -19,6 +19,7 @@ from typing import Any
 from computer_env.procs import set_pdeathsig
 
 from tests.harness.helpers.polling import wait_for
+from tests.harness.helpers.tiers import DESKTOP, needs
 
 
 def _read_line(fd: int, timeout: float, what: str) -> str:
@@ -37,6 +38,7 @@ def _read_line(fd: int, timeout: float, what: str) -> str:
     return data.decode().strip()
 
 
+@needs(DESKTOP)
 class XDesktop:
     """Xvfb + openbox on a free display; with ``a11y=True`` also a private D-Bus session."""
 
@@ -152,6 +154,7 @@ def wait_for_focus(env: dict[str, str], needle: str, timeout: float = 15.0) -> s
     return wait_for(focused, f"the window {needle!r} to have focus", timeout)
 
 
+@needs(DESKTOP)
 class GuestServer:
     """The guest server as a subprocess on a free loopback port (``--port 0`` + ``--port-file``).
 
