@@ -132,9 +132,9 @@ test-desktop:
 test-e2e: serve-cpu
 	$(HARNESS) -m "e2e"
 
-# Types, layers and import circles (configured in pyproject.toml: [tool.mypy],
-# [tool.importlinter]; scripts/import_cycles.py: no circle between modules); CI runs it before
-# the tests.
+# Types (the packages and tests/; the tests' helpers strict), layers and import circles
+# (configured in pyproject.toml: [tool.mypy], [tool.importlinter]; scripts/import_cycles.py: no
+# circle between modules); CI runs it before the tests.
 check:
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports

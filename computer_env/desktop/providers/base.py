@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import abc
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Self
 
 if TYPE_CHECKING:
     from computer_env.desktop.providers.options import ProviderOptions
@@ -87,7 +87,7 @@ class DesktopProvider(abc.ABC):
     def allow_host_port(self, port: int) -> None:  # noqa: B027 - optional
         """Let the guest reach ``port`` on the host (asset server, proxy). Default: nothing to do."""
 
-    def __enter__(self) -> DesktopProvider:
+    def __enter__(self) -> Self:
         self.start()
         return self
 

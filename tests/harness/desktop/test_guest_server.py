@@ -466,7 +466,7 @@ def test_libreoffice_calc_round_trip(server: GuestServer, desk: XDesktop) -> Non
     post(server, "/actions", {"code": "pyautogui.hotkey('ctrl', 'a')"})
     post(server, "/type", {"text": f"{out}\n"})  # the newline is a Return press
     content = wait_for(lambda: out.exists() and _ods_content(out), f"Calc to save {out.name}", 30)
-    assert 'office:value="42"' in content
+    assert isinstance(content, str) and 'office:value="42"' in content
     at = get(server, "/accessibility", timeout=120).json()["AT"]  # LibreOffice is accessible (gtk3)
     assert "document-spreadsheet" in at or "soffice" in at.lower()
     post(server, "/setup/close_window", {"window_name": "LibreOffice Calc"})

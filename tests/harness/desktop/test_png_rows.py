@@ -12,6 +12,7 @@ from PIL import Image
 
 from computer_env.desktop.server.screen import screenshot as ss
 from computer_env.desktop.server.screen.pngrows import RowBuffer, blend_cursor
+from tests.harness.helpers.pixels import rgb
 
 pytest.importorskip("numpy")
 
@@ -109,7 +110,8 @@ def test_jpeg_from_bgrx_keeps_the_colours() -> None:
     assert data is not None and data[:2] == b"\xff\xd8"
     with Image.open(io.BytesIO(data)) as decoded:
         assert decoded.size == size
-        left, right = decoded.convert("RGB").getpixel((40, 60)), decoded.convert("RGB").getpixel((200, 60))
+        image = decoded.convert("RGB")
+        left, right = rgb(image.getpixel((40, 60))), rgb(image.getpixel((200, 60)))
     assert all(abs(a - e) <= 6 for a, e in zip(left, (200, 30, 40))), left
     assert all(abs(a - e) <= 6 for a, e in zip(right, (20, 40, 210))), right
 

@@ -23,6 +23,7 @@ from PIL import Image, ImageChops
 from computer_env.desktop.client import DesktopClient
 from computer_env.desktop.server.screen import screenshot as ss
 from tests.harness.helpers.xdesktop import GuestServer, XDesktop
+from tests.harness.helpers.pixels import rgb
 
 WIDTH, HEIGHT, TILE = 1920, 1080, 32
 CURSOR_BOX = 64  # pixels around the hotspot that the cursor may cover
@@ -158,7 +159,7 @@ def test_lossy_formats_keep_size_and_colours(client: DesktopClient, desk: XDeskt
     for ty in range(2, HEIGHT // TILE - 1, 3):
         for tx in range(2, WIDTH // TILE - 1, 3):
             cx, cy = tx * TILE + TILE // 2, ty * TILE + TILE // 2
-            a, b = shot.getpixel((cx, cy)), raw.getpixel((cx, cy))
+            a, b = rgb(shot.getpixel((cx, cy))), rgb(raw.getpixel((cx, cy)))
             errors.append(max(abs(int(p) - int(q)) for p, q in zip(a, b, strict=True)))
     errors.sort()
     assert errors[len(errors) // 2] <= 6 and errors[int(len(errors) * 0.95)] <= 24, errors[-10:]

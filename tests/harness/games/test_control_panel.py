@@ -15,6 +15,7 @@ from computer_env.realtimegym import (
 )
 from computer_env.realtimegym.inputs import input_to_action
 from computer_env.realtimegym.panel import BACKGROUND, BUTTON_FILL
+from tests.harness.helpers.pixels import rgb
 
 GAMES = sorted(SPECS)
 
@@ -69,13 +70,13 @@ def test_rendered_buttons_carry_text(game: str) -> None:
     for button in panel.buttons:
         x0, y0, x1, y1 = button.box
         inner = image.crop((x0 + 4, y0 + 4, x1 - 4, y1 - 4))
-        colours = dict((c, n) for n, c in inner.getcolors(maxcolors=100_000))
+        colours = {rgb(c): n for n, c in inner.getcolors(maxcolors=100_000) or []}
         assert colours.get(BUTTON_FILL, 0) > inner.width * inner.height // 2  # a button face
         dark = sum(n for c, n in colours.items() if sum(c) < 200)
         assert dark > 20, f"no label drawn on {button.label}"
         assert button.label and button.key_hint
     status_strip = image.crop((0, 0, 300, 20))
-    assert any(sum(c) > 600 for _, c in status_strip.getcolors(maxcolors=100_000))
+    assert any(sum(rgb(c)) > 600 for _, c in status_strip.getcolors(maxcolors=100_000) or [])
     assert panel.render().crop((0, 0, 300, 20)).getcolors() == [(6000, BACKGROUND)]
 
 
@@ -166,7 +167,7 @@ def test_snake_apple_lifespans_are_listed_beside_the_board() -> None:
     from computer_env.realtimegym.draw import MARGIN, SNAKE_CELL, draw_snake
 
     def state(life: int) -> SimpleNamespace:
-        attrs = [[0] * 8 for _ in range(8)]
+        attrs: list[list[object]] = [[0] * 8 for _ in range(8)]
         attrs[2][5] = (life, 1)
         return SimpleNamespace(B=8, obstacle=[(4, 4)], food=[(2, 5)], food_attributes=attrs,
                                snake=[(3, 3), (3, 2)], dir="U")

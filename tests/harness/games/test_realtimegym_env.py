@@ -11,6 +11,7 @@ import logging
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -117,7 +118,7 @@ END_TO_END = [pytest.param(c, "turn", id=f"{c.case_id}-turn") for c in all_cases
 @needs_realtimegym
 @pytest.mark.parametrize(("case", "pacing"), END_TO_END)
 def test_reference_policy_end_to_end(case: GameCase, pacing: str,
-                                     record_property: pytest.RecordProperty) -> None:
+                                     record_property: Callable[[str, object], None]) -> None:
     env = _play(case, pacing)
     norm = normalize_score(case.game, case.load, case.seed, env.score)
     record_property("score", env.score)

@@ -22,6 +22,7 @@ from computer_env.realtimegym.draw import (
     freeway_lane_labels,
 )
 from computer_env.realtimegym.panel import _font
+from tests.harness.helpers.pixels import rgb
 
 AVAILABLE, REASON = realtimegym_available()
 pytestmark = pytest.mark.skipif(not AVAILABLE, reason=REASON)
@@ -92,7 +93,8 @@ def _snake_read_from_pixels(frame: Image.Image, size: int) -> list[tuple[int, in
     head, tail, body = None, None, []
     for x in range(size):
         for y in range(size):
-            px = frame.getpixel((MARGIN + x * SNAKE_CELL + 10, (size - 1 - y) * SNAKE_CELL + 10))
+            px = rgb(frame.getpixel((MARGIN + x * SNAKE_CELL + 10,
+                                     (size - 1 - y) * SNAKE_CELL + 10)))
             if px == SNAKE_HEAD:
                 head = (x, y)
             elif px == SNAKE_TAIL:

@@ -40,7 +40,7 @@ def _play(tmp_path: Path, game: str, clock, *, faults: str | None = None, steps:
         agent.before_action = clock(env)
         traj = agent.run(env, max_steps=steps)
     env.close()
-    return env, factory.games[0], traj
+    return env, getattr(factory, "games")[0], traj  # toy_factory keeps the games it made
 
 
 def test_tokens_cost_ceil_turns_and_late_actions_are_dropped(tmp_path: Path) -> None:

@@ -23,7 +23,8 @@ class AuditRun:
 
     @property
     def audit(self) -> dict[str, Any]:
-        return self.run.summary["audit"]
+        audit: dict[str, Any] = self.run.summary["audit"]
+        return audit
 
     def results(self) -> dict[tuple[str, str], dict[str, Any]]:
         out = {}

@@ -111,8 +111,9 @@ def _stop_x(ctx: Any) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     mode = os.environ.get("CHAOS_KILL_SERVER")
     unreachable = _ids("CHAOS_UNREACHABLE")
-    real_run_agent = osworld_case.run_agent
-    real_evaluate = osworld_case.evaluate
+    # the benchmark module's own names, replaced below (a fault-injection plugin patches them)
+    real_run_agent: Callable[..., Any] = getattr(osworld_case, "run_agent")
+    real_evaluate: Callable[..., Any] = getattr(osworld_case, "evaluate")
 
     def run_agent(task: Any, ctx: Any, ws: Any, case_dir: Any, attempt: Any,
                   on_step: Callable[[Any], None] | None) -> Any:
@@ -134,7 +135,7 @@ def pytest_configure(config: pytest.Config) -> None:
             if on_step is not None:
                 on_step(record)
             if kill is not None:
-                kill, fault = None, kill
+                fault, kill = kill, None
                 fault(ctx)
 
         return real_run_agent(task, ctx, ws, case_dir, attempt, step_then_kill)
@@ -158,13 +159,13 @@ def pytest_configure(config: pytest.Config) -> None:
             _kill_server(ctx)
         return real_evaluate(task, ctx)
 
-    osworld_case.run_agent = run_agent
-    osworld_case.evaluate = evaluate
+    setattr(osworld_case, "run_agent", run_agent)
+    setattr(osworld_case, "evaluate", evaluate)
     _fail_setup_ahead(_ids("CHAOS_AHEAD_SETUP_FAIL"))
 
 
 def _fail_setup_ahead(ids: set[str]) -> None:
-    real_run_setup = osworld_setup.run_setup
+    real_run_setup: Callable[..., Any] = getattr(osworld_setup, "run_setup")
 
     def run_setup(config: Any, ctx: Any, **kw: Any) -> Any:
         ahead = threading.current_thread().name == "setup-ahead"
@@ -173,7 +174,7 @@ def _fail_setup_ahead(ids: set[str]) -> None:
         return real_run_setup(config, ctx, **kw)
 
     if ids:
-        osworld_setup.run_setup = run_setup
+        setattr(osworld_setup, "run_setup", run_setup)
 
 
 @pytest.fixture(autouse=True)

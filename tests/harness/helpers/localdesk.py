@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
@@ -52,10 +52,11 @@ def own_run() -> tuple[ownership.Run, dict[str, str]]:
     return run, {ownership.RUN_ENV: run.encode()}
 
 
-def guest_sh(handle: DesktopHandle, command: str, timeout: float = 120.0) -> dict:
+def guest_sh(handle: DesktopHandle, command: str, timeout: float = 120.0) -> dict[str, Any]:
     """Run a shell command inside the desktop through the OSWorld /execute endpoint."""
     with httpx.Client(base_url=handle.url, headers={"Authorization": f"Bearer {handle.token}"},
                       timeout=timeout) as c:
         resp = c.post("/execute", json={"command": command, "shell": True})
     assert resp.status_code == 200, resp.text
-    return resp.json()
+    answer: dict[str, Any] = resp.json()
+    return answer

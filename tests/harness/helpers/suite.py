@@ -51,7 +51,8 @@ class SuiteRun:
 
     @property
     def summary(self) -> dict[str, Any]:
-        return json.loads((self.run_dir / "summary.json").read_text())
+        summary: dict[str, Any] = json.loads((self.run_dir / "summary.json").read_text())
+        return summary
 
     def results(self) -> dict[str, dict[str, Any]]:
         """case_id -> result.json of every case."""
@@ -73,7 +74,8 @@ def builtin_smoke() -> dict[str, list[str]]:
     """The built-in smoke subset ``{domain: [ids]}``."""
     from computer_env.osworld.builtin import BUILTIN_ROOT
 
-    return json.loads((BUILTIN_ROOT / "test_smoke.json").read_text())
+    smoke: dict[str, list[str]] = json.loads((BUILTIN_ROOT / "test_smoke.json").read_text())
+    return smoke
 
 
 def first_smoke_tasks(n: int, *, exclude_domains: tuple[str, ...] = ()) -> dict[str, list[str]]:

@@ -8,7 +8,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import httpx
 import pytest
@@ -19,6 +19,7 @@ from fixtures.cases.integrity.known_flaws import (
     known_flaws_for,
     load_known_flaws,
 )
+from fixtures.cases.records.result_format import Outcome
 from fixtures.cases.records.results import TaskResult
 from fixtures.report.summary import summarize
 from holo_agent.conversation import Conversation
@@ -35,8 +36,11 @@ from holo_agent.tools import CodeStep, parse_step, step_json_schema
 ROOT = Path(__file__).resolve().parents[3]
 
 
-def _result(case: str, exploit: str, score: float | None, *, bench: str = "osworld",
-            outcome: str | None = None, known: list[dict[str, str]] | None = None) -> TaskResult:
+Benchmark = Literal["osworld", "realtimegym", "synthetic"]
+
+
+def _result(case: str, exploit: str, score: float | None, *, bench: Benchmark = "osworld",
+            outcome: Outcome | None = None, known: list[dict[str, str]] | None = None) -> TaskResult:
     outcome = outcome or ("failed" if not score else "passed")
     return TaskResult(benchmark=bench, case_id=case, domain=case.split("/")[0],
                       task_id=case.split("/", 1)[1], outcome=outcome, score=score,

@@ -58,7 +58,7 @@ def _typed_task(task_id: str, command: str) -> dict[str, object]:
              "tool_call": {"tool_name": "answer", "content": "DONE"}}]}
 
 
-def _grab_tasks(tmp_path: Path, *provider: str) -> dict[str, dict[str, object]]:
+def _grab_tasks(tmp_path: Path, *provider: str) -> dict[str, dict[str, Any]]:
     folder = tmp_path / "synth"
     folder.mkdir()
     for task_id, command in (("grab-server", GRAB_SERVER), ("grab-input", GRAB_INPUT)):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import shutil
 import socket
+from typing import Any
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,7 @@ from holo_agent.judge import JudgeClient, JudgeParseError, parse_verdict
 from holo_agent.reference import ReferenceEndpoint
 from tests.harness.helpers.suite import run_suite, task_list_file
 
-SOLUTION = [
+SOLUTION: list[dict[str, Any]] = [
     {"note": None, "thought": "t", "tool_call": {"tool_name": "press_key", "key": "enter"}},
     {"note": None, "thought": "t", "tool_call": {"tool_name": "answer", "content": "DONE"}},
 ]
@@ -134,7 +135,7 @@ def test_score_by_judge_replaces_the_rule_score_and_keeps_it_recorded(tmp_path: 
     (tmp_path / "step_000.png").write_bytes(PNG)
     with ReferenceEndpoint({"press enter": SOLUTION}) as ep:
         for score_by, want in (("judge", 1.0), ("rule", 0.0)):
-            ws = SimpleNamespace(
+            ws: Any = SimpleNamespace(  # a case context, as far as judging reads it
                 judge=JudgeClient(ep.url, "reference-judge"), phase=lambda *a: None,
                 settings=SimpleNamespace(protocols=SimpleNamespace(score_by=score_by)))
             attempt = Attempt(number=1, score=0.0)

@@ -56,9 +56,18 @@ class _Counting(BaseHTTPRequestHandler):
         pass
 
 
-def _serve(redirect: str | None = None) -> Iterator[ThreadingHTTPServer]:
-    srv = ThreadingHTTPServer(("127.0.0.1", 0), _Counting)
-    srv.hits, srv.lock, srv.redirect = [], threading.Lock(), redirect  # type: ignore[attr-defined]
+class _CountingServer(ThreadingHTTPServer):
+    """The server of :class:`_Counting`: the paths asked for, and where to redirect."""
+
+    def __init__(self, redirect: str | None) -> None:
+        super().__init__(("127.0.0.1", 0), _Counting)
+        self.hits: list[str] = []
+        self.lock = threading.Lock()
+        self.redirect = redirect
+
+
+def _serve(redirect: str | None = None) -> Iterator[_CountingServer]:
+    srv = _CountingServer(redirect)
     thread = threading.Thread(target=srv.serve_forever, daemon=True)
     thread.start()
     try:
@@ -69,7 +78,7 @@ def _serve(redirect: str | None = None) -> Iterator[ThreadingHTTPServer]:
 
 
 @pytest.fixture()
-def counting() -> Iterator[ThreadingHTTPServer]:
+def counting() -> Iterator[_CountingServer]:
     yield from _serve()
 
 
@@ -86,7 +95,8 @@ def _hosts_file_loopback_name() -> str | None:
         if "localhost" in name:
             continue
         try:
-            addresses = {i[4][0] for i in socket.getaddrinfo(name, 80, type=socket.SOCK_STREAM)}
+            addresses = {str(i[4][0])
+                         for i in socket.getaddrinfo(name, 80, type=socket.SOCK_STREAM)}
         except OSError:
             continue
         if addresses and all(a.startswith("127.") or a == "::1" for a in addresses):
@@ -108,7 +118,7 @@ def _task(task_id: str, url: str, *, cloud: bool = False) -> dict:
 
 @pytest.mark.parametrize("host", SPELLINGS)
 def test_every_spelling_of_this_host_is_refused_without_a_request(
-        host: str, counting: ThreadingHTTPServer, tmp_path: Path) -> None:
+        host: str, counting: _CountingServer, tmp_path: Path) -> None:
     url = f"http://{host}:{counting.server_address[1]}/secret.txt"
     with pytest.raises(TaskLoadError, match="config\\[0\\].parameters.files\\[0\\].url"):
         parse_task(_task("t1", url), domain="os", path=tmp_path / "t1.json")
@@ -118,7 +128,7 @@ def test_every_spelling_of_this_host_is_refused_without_a_request(
 
 
 def test_prefetch_refuses_a_hosts_file_name_names_the_task_and_goes_on(
-        counting: ThreadingHTTPServer, tmp_path: Path) -> None:
+        counting: _CountingServer, tmp_path: Path) -> None:
     name = _hosts_file_loopback_name()
     if name is None:
         pytest.skip("no name other than localhost maps to 127.0.0.1 in this host's resolver")
@@ -149,7 +159,7 @@ def test_prefetch_refuses_a_hosts_file_name_names_the_task_and_goes_on(
 
 
 @pytest.mark.parametrize("spelling", ["127.1", "127.0.0.1", "localhost", "[::ffff:127.0.0.1]"])
-def test_each_redirect_hop_is_checked(spelling: str, counting: ThreadingHTTPServer,
+def test_each_redirect_hop_is_checked(spelling: str, counting: _CountingServer,
                                       tmp_path: Path) -> None:
     target = f"http://{spelling}:{counting.server_address[1]}/secret.txt"
     for hop in _serve(redirect=target):
@@ -162,7 +172,7 @@ def test_each_redirect_hop_is_checked(spelling: str, counting: ThreadingHTTPServ
 
 @pytest.mark.parametrize("public_answers", [1, 2])
 def test_a_name_rebound_to_this_host_after_the_check_is_refused(
-        public_answers: int, counting: ThreadingHTTPServer, tmp_path: Path,
+        public_answers: int, counting: _CountingServer, tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
     """Test double: the resolver. ``rebind.example`` answers a public address
     ``public_answers`` times (the task check; then the check before the request), then

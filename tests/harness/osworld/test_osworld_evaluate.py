@@ -211,7 +211,8 @@ def test_compare_docx_files_and_check_csv(tmp_path: Path) -> None:
         for p in paras:
             doc.add_paragraph(p)
         doc.save(str(d / name))
-    ev = {"func": "compare_docx_files", "result": cache("a.docx"), "expected": cache("b.docx")}
+    ev: dict[str, Any] = {"func": "compare_docx_files", "result": cache("a.docx"),
+                          "expected": cache("b.docx")}
     assert evaluate(task(ev), ctx).score == 1.0
     ev["result"] = cache("c.docx")
     assert evaluate(task(ev), ctx).score == 0.0

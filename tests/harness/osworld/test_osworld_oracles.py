@@ -13,6 +13,7 @@ import pytest
 
 from computer_env.osworld.errors import TaskLoadError
 from computer_env.osworld.catalog.oracle import PROOF_ROUTES, load_oracle_file, oracle_index
+from fixtures.cases.records.result_format import Outcome
 from fixtures.cases.records.results import TaskResult
 from fixtures.report.summary import summarize
 from fixtures.report.summary_text import format_summary
@@ -73,7 +74,7 @@ def test_a_fitting_route_loads(tmp_path: Path) -> None:
     assert load_oracle_file(path).route == "gui"
 
 
-def _result(case: str, route: str | None, outcome: str = "passed") -> TaskResult:
+def _result(case: str, route: str | None, outcome: Outcome = "passed") -> TaskResult:
     return TaskResult(benchmark="osworld", case_id=case, domain=case.split("/")[0],
                       task_id=case.split("/")[1], outcome=outcome,
                       score=None if outcome == "skipped" else float(outcome == "passed"),

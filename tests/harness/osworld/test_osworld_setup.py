@@ -41,7 +41,7 @@ class _Server:
     """A static file server on a loopback address that counts requests per path."""
 
     def __init__(self, root: Path, host: str = "127.0.0.1") -> None:
-        self.root, self.hits = root, {}
+        self.root, self.hits = root, dict[str, int]()
         owner = self
 
         class Handler(http.server.SimpleHTTPRequestHandler):
@@ -154,7 +154,7 @@ def test_prefetch_fills_the_cache_and_cli(ctx: TaskContext, www: _Server, tmp_pa
     tasks_root = tmp_path / "evaluation_examples"
     (www.root / "gold.txt").write_text("A")
     (tasks_root / "examples" / "demo").mkdir(parents=True)
-    task = {"id": "t1", "instruction": "x",
+    task: dict[str, Any] = {"id": "t1", "instruction": "x",
             "evaluator": {"func": "compare_text_file",
                           "result": {"type": "vm_file", "path": "/tmp/pf/a.txt", "dest": "a.txt"},
                           "expected": {"type": "cloud_file", "path": f"{public}/gold.txt",

@@ -33,6 +33,7 @@ from computer_env.osworld.prepare.ready_page import page_problem, viewport_box
 from computer_env.osworld.prepare.settle import css_rgb, ink_pixels, is_blank, screen_image
 from computer_env.osworld.catalog.tasks import parse_task
 from tests.harness.helpers.localdesk import local_desktop
+from tests.harness.helpers.pixels import rgb
 
 GREEN = (0, 160, 0)
 DELAY_S = 6.0
@@ -157,7 +158,7 @@ def _context(desktop: Any, tmp_path: Any) -> TaskContext:
 def _green_share(shot: bytes) -> float:
     img = screen_image(shot).resize((192, 108), Image.Resampling.NEAREST)
     colours = img.getcolors(192 * 108) or []
-    green = sum(n for n, c in colours if max(abs(a - b) for a, b in zip(c, GREEN)) <= 24)
+    green = sum(n for n, c in colours if max(abs(a - b) for a, b in zip(rgb(c), GREEN)) <= 24)
     return green / (192 * 108)
 
 

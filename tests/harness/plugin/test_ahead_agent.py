@@ -39,7 +39,7 @@ def _turns(n: int, turned: threading.Event | None = None):  # type: ignore[no-un
 
 
 def test_the_case_takes_its_running_agent_over(tmp_path: Path) -> None:
-    agent, released = AheadAgent(), []
+    agent, released = AheadAgent(), list[object]()
     run = _run(tmp_path, "case-2", released)
     assert agent.start(run, _turns(5))
     assert not agent.start(run, _turns(5))  # already under way
@@ -52,7 +52,7 @@ def test_the_case_takes_its_running_agent_over(tmp_path: Path) -> None:
 
 def test_another_case_first_stops_the_agent_at_its_next_turn_and_removes_its_files(
         tmp_path: Path) -> None:
-    agent, released = AheadAgent(), []
+    agent, released = AheadAgent(), list[object]()
     run = _run(tmp_path, "case-2", released)
     turned = threading.Event()
     assert agent.start(run, _turns(10_000, turned))
@@ -65,7 +65,7 @@ def test_another_case_first_stops_the_agent_at_its_next_turn_and_removes_its_fil
 
 
 def test_a_failed_turn_is_raised_in_the_case_that_takes_it(tmp_path: Path) -> None:
-    agent, released = AheadAgent(), []
+    agent, released = AheadAgent(), list[object]()
     run = _run(tmp_path, "case-2", released)
 
     def fail(run: AheadRun) -> None:
@@ -80,7 +80,7 @@ def test_a_failed_turn_is_raised_in_the_case_that_takes_it(tmp_path: Path) -> No
 
 
 def test_closing_stops_the_agent_and_nothing_starts_after(tmp_path: Path) -> None:
-    agent, released = AheadAgent(), []
+    agent, released = AheadAgent(), list[object]()
     run = _run(tmp_path, "case-2", released)
     assert agent.start(run, _turns(10_000))
     agent.close()

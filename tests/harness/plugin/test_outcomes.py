@@ -39,7 +39,7 @@ def test_a_low_level_error_counts_only_through_an_explicit_cause() -> None:
         try:
             raise ConnectionRefusedError("refused")
         except ConnectionRefusedError:
-            {}["missing"]  # noqa: B018 - a harness bug inside the handler
+            {"present": 1}["missing"]  # noqa: B018 - a harness bug inside the handler
 
     found = boundary(_raised(wrapped))
     assert isinstance(found, Unscored) and found.category == "vm_unreachable"

@@ -196,7 +196,7 @@ def test_one_atomic_writer_for_agent_and_harness(tmp_path: Path) -> None:
     import fixtures.cases.records.results
     import holo_agent.recorder
 
-    assert fixtures.cases.records.results.atomic_write_json is atomic.atomic_write_json
+    assert getattr(fixtures.cases.records.results, "atomic_write_json") is atomic.atomic_write_json
     assert holo_agent.recorder.atomic_write is atomic.atomic_write
     text = atomic.atomic_write(tmp_path / "new" / "a.txt", "é")
     raw = atomic.atomic_write(tmp_path / "b.bin", b"\x00\xff")

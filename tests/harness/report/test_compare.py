@@ -18,6 +18,7 @@ import pytest
 from fixtures.report.compare import CompareInputError, compare, format_comparison, load_side
 from fixtures.report.compare.analysis import side_info
 from fixtures.report.compare.model import Sample, Side
+from fixtures.cases.records.result_format import Outcome
 from fixtures.cases.records.results import TaskResult, Versions, task_dir, write_result
 from fixtures.report.tables.stats import (
     flake_rate,
@@ -98,7 +99,8 @@ def write_run(run_dir: Path, column: int, model: str = "Org/Model-1") -> Path:
         domain, task_id, score = row[0], row[1], row[column]
         if score == "-":
             continue
-        outcome = "unscored" if score is None else ("passed" if score >= 1.0 else "failed")
+        assert score is None or isinstance(score, float)
+        outcome: Outcome = "unscored" if score is None else ("passed" if score >= 1.0 else "failed")
         result = TaskResult(benchmark="osworld", case_id=f"{domain}/{task_id}", domain=domain,
                             task_id=task_id, outcome=outcome, score=score,
                             versions=Versions(model=model))
@@ -262,7 +264,7 @@ def test_bad_inputs_are_named(tmp_path: Path) -> None:
     assert len(load_side(f"{run}#Other/Model").samples) == 9
 
 
-def side(label: str, rows: list[tuple[str, int | None, str]]) -> Side:
+def side(label: str, rows: list[tuple[str, int | None, Outcome]]) -> Side:
     """A side from (task key, sample, outcome) rows; passed scores 1, failed 0."""
     samples = [Sample(key=k, domain=k.split("/")[0], task_id=k.split("/")[1], category="OS",
                       sample=i, outcome=o, score=None if o == "unscored" else float(o == "passed"))

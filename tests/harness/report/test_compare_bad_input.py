@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from fixtures.report.compare import CompareInputError, compare, load_side
+from fixtures.cases.records.result_format import Outcome
 from fixtures.cases.records.results import TaskResult, Versions, task_dir, write_result
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -25,7 +26,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
 
 def _run(folder: Path, scores: dict[str, float | None], model: str = "Org/M") -> Path:
     for task_id, score in scores.items():
-        outcome = "unscored" if score is None else ("passed" if score >= 1 else "failed")
+        outcome: Outcome = "unscored" if score is None else ("passed" if score >= 1 else "failed")
         write_result(task_dir(folder, model, f"os/{task_id}"), TaskResult(
             benchmark="osworld", case_id=f"os/{task_id}", domain="os", task_id=task_id,
             outcome=outcome, score=score, versions=Versions(model=model)))

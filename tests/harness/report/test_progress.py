@@ -23,7 +23,7 @@ import pytest
 from computer_env.osworld.scoring.explain import explain_files
 from fixtures.report.progress import Estimator, Tally, case_key_of, format_eta, result_line
 from fixtures.report.report_html import summary_html
-from fixtures.cases.records.results import TaskResult, task_dir, write_result
+from fixtures.cases.records.results import TaskResult, Timings, task_dir, write_result
 from fixtures.report.runstate import RunState, format_run_state, not_run_ids
 from fixtures.run.resume import is_secret_option, resume_command
 from fixtures.report.summary import Summary, summarize
@@ -117,7 +117,7 @@ def test_not_run_ids_keep_selection_order() -> None:
 
 def _results() -> list[TaskResult]:
     return [TaskResult(benchmark="osworld", case_id=f"os/t{i}", domain="os", task_id=f"t{i}",
-                       outcome="passed", score=1.0, timings={"total_s": 40.0})
+                       outcome="passed", score=1.0, timings=Timings(total_s=40.0))
             for i in range(5)]
 
 
@@ -205,9 +205,9 @@ def test_explain_ods_docx_csv_and_text(tmp_path: Path) -> None:
 
     (tmp_path / "r.txt").write_text("alpha\nbeta\n")
     (tmp_path / "e.txt").write_text("alpha\ngamma\n")
-    text = explain_files(tmp_path / "r.txt", tmp_path / "e.txt")
-    assert text[0] == "2 line(s) differ (- expected, + result)"
-    assert "  -gamma" in text and "  +beta" in text
+    diff = explain_files(tmp_path / "r.txt", tmp_path / "e.txt")
+    assert diff[0] == "2 line(s) differ (- expected, + result)"
+    assert "  -gamma" in diff and "  +beta" in diff
 
     (tmp_path / "bad.xlsx").write_text("not a workbook")
     broken = explain_files(tmp_path / "bad.xlsx", tmp_path / "bad.xlsx")

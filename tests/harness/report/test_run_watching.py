@@ -44,9 +44,9 @@ def test_parallel_run_progress_eta_result_lines_and_watch_page(tmp_path: Path) -
                         "-n", "3", "-v", "-v", "--watch", "--reference-faults", "delay=1",
                         log=log)
     try:
-        url = wait_for(lambda: (m := re.search(r"watch the run: (http://127\.0\.0\.1:\d+/)",
+        url = str(wait_for(lambda: (m := re.search(r"watch the run: (http://127\.0\.0\.1:\d+/)",
                                                log.read_text())) and m.group(1),
-                       "the watch URL in the header", 120)
+                       "the watch URL in the header", 120))
 
         def a_screen() -> bool:
             from urllib.request import urlopen

@@ -15,6 +15,7 @@ from PIL import Image
 
 from fixtures.report.watch.server import WatchServer
 from fixtures.cases.events import SETUP_SCREEN, CaseEvents, _action
+from tests.harness.helpers.pixels import rgb
 
 CHROMIUM = Path("/usr/bin/chromium")
 
@@ -62,7 +63,7 @@ def test_setup_screen_is_served_until_the_first_step(tmp_path: Path) -> None:
                 worker["case_started"]
             shot = c.get("/screen/gw0")
             assert shot.status_code == 200
-            assert Image.open(io.BytesIO(shot.content)).getpixel((5, 5))[0] > 150
+            assert rgb(Image.open(io.BytesIO(shot.content)).getpixel((5, 5)))[0] > 150
             (events.case_dir / "step_000.png").write_bytes(b"\x89PNG")
             events.step(SimpleNamespace(step=0, tool_call={"tool_name": "click", "x": 1,
                                                            "y": 2}, screenshot="step_000.png",

@@ -22,6 +22,7 @@ import signal
 import sys
 import threading
 import time
+from typing import Any
 from pathlib import Path
 
 
@@ -56,7 +57,7 @@ def record(argv: list[str]) -> None:
     tmp.rename(path)
 
 
-def builtin_solutions() -> dict[str, list[dict]]:
+def builtin_solutions() -> dict[str, list[dict[str, Any]]]:
     """The built-in tasks' reference solutions, keyed by instruction."""
     from computer_env.osworld.builtin import load_solutions
     from computer_env.osworld.catalog.tasks import load_builtin_tasks
