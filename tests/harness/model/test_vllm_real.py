@@ -1,4 +1,4 @@
-"""Against a REAL vLLM server: vLLM's CPU build (``make setup`` installs it in ``.venv-vllm``)
+"""Against a REAL vLLM server: vLLM's CPU build (``make serve-cpu`` puts it in ``.venv-vllm``)
 serving the tiny Holo-shaped model that :mod:`holo_agent.tiny_model` makes here (random weights,
 Holo3.1's architecture class, the family's tokens, template and image processor). Its answers
 are noise; what is tested is everything around them: the agent loop's requests through vLLM's
@@ -46,7 +46,8 @@ from tests.harness.helpers.suite import ROOT, kill_group, run_suite, start_suite
 VLLM_PY = ROOT / VLLM_VENV / "bin" / "python"
 pytestmark = [
     pytest.mark.vllm,
-    pytest.mark.skipif(not VLLM_PY.exists(), reason="no vLLM CPU build (make setup: .venv-vllm)"),
+    pytest.mark.skipif(not VLLM_PY.exists(),
+                       reason="no vLLM CPU build in .venv-vllm (make serve-cpu)"),
 ]
 shared = pytest.mark.xdist_group("real-vllm")
 FAST = ("--infra-reruns", "1", "--infra-rerun-delay", "0", "--endpoint-retries", "1",
