@@ -3,19 +3,22 @@
 Three tiers (``make test-fast``, ``make test-desktop``, ``make test-e2e``):
 
 - **fast**: neither mark below. Pure logic and in-process parts: no X server, sandbox,
-  container, vLLM, Ray cluster or child benchmark run, no root needed.
-- **desktop** (mark ``desktop``): a real local desktop (an X server, the local sandbox).
-- **e2e** (mark ``e2e``): a child benchmark run, a Docker daemon, a real vLLM or a Ray cluster
-  (also marked ``docker``, ``vllm`` or ``ray`` where that is what it needs).
+  container, vLLM, Ray cluster or child pytest, no root needed.
+- **desktop** (mark ``desktop``): a real local desktop (an X server, the local sandbox) and the
+  host-level parts it stands on (root: namespaces, cgroups, a second host user).
+- **e2e** (mark ``e2e``): a child pytest (a benchmark run, even one that only collects), a
+  Docker daemon, a real vLLM or a Ray cluster (also marked ``docker``, ``vllm`` or ``ray``
+  where that is what it needs).
 
-A test is marked at collection by what it reaches: the names its function and every fixture it
-takes (directly or through other fixtures) refer to, followed into the helpers and the test
-module's own functions and classes, are looked up in :data:`USES`; a helper can also carry its
-tier itself (:func:`needs`). What static reading cannot see (a desktop started by product code
-a test calls) is caught when it happens: :func:`check_spawn` sees every process a test starts
-(an audit hook) and fails a test that starts an X server, a sandbox, a container, a vLLM, a Ray
-node or a benchmark run without the mark that tier needs, naming the mark, so the tiers cannot
-drift: such a test fails in every tier until :data:`USES` or a :func:`needs` names what it uses.
+A test is marked at collection (:class:`TierPlugin`, before ``-m`` selects) by what it
+reaches: the names and strings of its function and of every fixture it takes (directly or
+through other fixtures), followed into the test module's own functions and classes and into
+the helpers. A helper or fixture states its tier itself (:func:`needs`); the product's parts are
+named in :data:`USES`, programs in :data:`PROGRAMS`. What reading cannot see (a desktop started
+by product code a test calls) is caught when it happens: an audit hook sees every process a
+test starts (:func:`spawn_needs`) and fails a test that starts an X server, a sandbox, a
+container, a vLLM, a Ray node or a child pytest without its tier's mark, naming the mark. So
+the tiers cannot drift: such a test fails in every tier until what it uses says its tier.
 """
 
 from __future__ import annotations
