@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from fixtures.run.config.options import add_options
+from fixtures.run.config.options import add_options, settings_from_config
 from fixtures.run.config.settings import Settings
-from fixtures.run.config.settings_build import settings_from_config
 
 
 class ParsedOptions:
