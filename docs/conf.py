@@ -30,7 +30,7 @@ holo_schemas = [
      "One per case: `results/<run>/<model>/<domain>/<task_id>/result.json` (with `--samples`, "
      "in `sample-<k>/`). Read it back with "
      "{py:func}`fixtures.cases.records.results.read_result`."),
-    ("summary.json", "fixtures.report.summary_model:Summary",
+    ("summary.json", "fixtures.report.summary:Summary",
      "One per run: `results/<run>/summary.json`, written by the xdist controller at the end "
      "of the session ({py:mod}`fixtures.report.summary` defines every number)."),
     ("traj.jsonl", "holo_agent.records:StepRecord",
@@ -51,7 +51,7 @@ holo_internal_programs = [
     "computer_env.desktop.server.commands.nest",
     "computer_env.desktop.server.commands.nest_root",
     "computer_env.desktop.server.input.action_worker",
-    "computer_env.osworld.prepare.ready_probe",
+    "computer_env.guest_programs.ready_probe",
     "computer_env.desktop.server.commands._verifier_main",
     "computer_env.procs.group_guard",
 ]

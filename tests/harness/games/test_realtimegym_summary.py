@@ -12,8 +12,7 @@ from pathlib import Path
 from fixtures.report.tables.game_table import game_tables, pacing_label
 from fixtures.report.report_html import summary_html
 from fixtures.cases.records.results import TaskResult
-from fixtures.report.summary import summarize
-from fixtures.report.summary_text import format_summary, summary_csv
+from fixtures.report.summary import format_summary, summarize, summary_csv
 from tests.harness.helpers.suite import ROOT
 
 

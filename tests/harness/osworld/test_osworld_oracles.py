@@ -15,8 +15,7 @@ from computer_env.osworld.errors import TaskLoadError
 from computer_env.osworld.catalog.oracle import PROOF_ROUTES, load_oracle_file, oracle_index
 from fixtures.cases.records.result_format import Outcome
 from fixtures.cases.records.results import TaskResult
-from fixtures.report.summary import summarize
-from fixtures.report.summary_text import format_summary
+from fixtures.report.summary import format_summary, summarize
 
 MIN_PROOF_ORACLES = 25
 """Shipped oracles that solve their task through the app's GUI or a terminal."""

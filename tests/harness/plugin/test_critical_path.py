@@ -13,8 +13,7 @@ from fixtures.cases.records.critical_path import critical_path, format_critical_
 from fixtures.cases.records.harness_time import HarnessTimes
 from fixtures.cases.records.results import TaskResult, Timings
 from fixtures.report.report_html import summary_html
-from fixtures.report.summary import summarize
-from fixtures.report.summary_text import format_summary
+from fixtures.report.summary import format_summary, summarize
 
 NOW = datetime(2026, 1, 1, tzinfo=timezone.utc)
 

@@ -17,8 +17,7 @@ from fixtures.cases.records.harness_time import HarnessTimes, case_times
 from fixtures.cases.records.run_time import summarize_harness
 from fixtures.report.report_html import summary_html
 from fixtures.cases.records.results import TaskResult, read_result, write_result
-from fixtures.report.summary import summarize
-from fixtures.report.summary_text import format_summary
+from fixtures.report.summary import format_summary, summarize
 from holo_agent import HoloComputerAgent, StepRecord, TurnTimes
 from holo_agent.recorder import Recorder
 from holo_agent.records import read_traj

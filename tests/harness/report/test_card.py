@@ -35,8 +35,7 @@ from fixtures.report.card import (
     server_cards,
     write_card,
 )
-from fixtures.report.summary import summarize
-from fixtures.report.summary_text import format_summary
+from fixtures.report.summary import format_summary, summarize
 from fixtures.run.config.profiles import PROFILES
 from tests.harness.helpers.parsed_settings import settings_of
 

@@ -27,8 +27,7 @@ from fixtures.report.tables.stats import (
     pass_at_k,
     pass_hat_k,
 )
-from fixtures.report.summary import summarize
-from fixtures.report.summary_text import format_summary
+from fixtures.report.summary import format_summary, summarize
 
 ROOT = Path(__file__).resolve().parents[3]
 

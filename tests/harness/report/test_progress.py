@@ -26,8 +26,7 @@ from fixtures.report.report_html import summary_html
 from fixtures.cases.records.results import TaskResult, Timings, task_dir, write_result
 from fixtures.report.runstate import RunState, format_run_state, not_run_ids
 from fixtures.run.resume import is_secret_option, resume_command
-from fixtures.report.summary import Summary, summarize
-from fixtures.report.summary_text import format_summary, summary_csv
+from fixtures.report.summary import Summary, format_summary, summarize, summary_csv
 
 ROOT = Path(__file__).resolve().parents[3]
 

@@ -19,8 +19,13 @@ from fixtures.cases.records.results import (
 )
 from fixtures.cases.records.results import write_result
 from fixtures.report.tables.stats import ci95, pass_at_k, t_quantile, wilson_interval
-from fixtures.report.summary import REFERENCE_BANNER, Summary, summarize
-from fixtures.report.summary_text import format_summary, write_summary
+from fixtures.report.summary import (
+    REFERENCE_BANNER,
+    Summary,
+    format_summary,
+    summarize,
+    write_summary,
+)
 
 
 def case(
