@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from computer_env.desktop.client import DesktopClient  # noqa: E402
 from computer_env.desktop.providers.local.provider import LocalSandboxProvider  # noqa: E402
 from computer_env.osworld.catalog.tasks import SetupStep  # noqa: E402
-from computer_env.osworld.prepare.setup_steps import launched_program  # noqa: E402
+from computer_env.osworld.prepare.setup import launched_program  # noqa: E402
 from computer_env.readiness import NotReady, wait_until  # noqa: E402
 
 APPS: tuple[tuple[str, str, str], ...] = (

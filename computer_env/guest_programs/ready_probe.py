@@ -3,8 +3,8 @@
 
 Runs under the desktop's system python3 (standard library; python3-gi and gir1.2-atspi-2.0 for
 LibreOffice; no project imports): the harness sends this file's text to ``/execute`` as
-``python3 -c SOURCE office [TITLE]`` or ``python3 -c SOURCE page PORT...``; either prints one
-JSON object.
+``python3 -c SOURCE office [TITLE]`` or ``python3 -c SOURCE page --js PAGE_JS PORT...``
+(``PAGE_JS``: the text of ``page_ready.js``, sent beside it); either prints one JSON object.
 
 ``office``: a targeted AT-SPI walk of the soffice frame whose title contains TITLE (the active
 one when TITLE is empty), skipping menus and the cells of tables (a full accessibility dump of a
@@ -17,7 +17,7 @@ spreadsheet takes tens of seconds)::
 Writer's paragraph): the cell / paragraph cursor exists and keyboard input goes to it.
 
 ``page``: every page of the Chrome whose DevTools answer on the first of the PORTs that does
-(``--remote-debugging-port``; OSWorld forwards 9222 to it), each evaluated with ``PAGE_JS``::
+(``--remote-debugging-port``; OSWorld forwards 9222 to it), each evaluated with ``PAGE_JS`` (``page_ready.js``)::
 
     {"port": P|null, "error": text|null, "pages": [{"url", "title", "ready": readyState,
      "visible": visibilityState, "fcp": bool, "frame": bool, "content": bool, "bg": colour|null,
@@ -112,45 +112,6 @@ def probe(title):
     return out
 
 
-PAGE_JS = r"""new Promise(function (done) {
-  function look(frame) {
-    var vw = innerWidth, vh = innerHeight, content = false, els = [document.body], bg = null;
-    if (document.body) { els = els.concat(Array.prototype.slice.call(
-      document.body.getElementsByTagName('*'), 0, 4000)); }
-    for (var i = 0; i < els.length && !content; i++) {
-      var el = els[i], own = /^(IMG|CANVAS|SVG|VIDEO|INPUT|TEXTAREA|SELECT|BUTTON|IFRAME)$/i;
-      if (!el) continue;
-      var text = false;
-      for (var c = el.firstChild; c && !text; c = c.nextSibling) {
-        text = c.nodeType === 3 && /\S/.test(c.nodeValue); }
-      if (!text && !own.test(el.tagName)) continue;
-      var r = el.getBoundingClientRect();
-      content = r.width > 0 && r.height > 0 && r.bottom > 0 && r.right > 0 && r.top < vh &&
-        r.left < vw && getComputedStyle(el).visibility === 'visible';
-    }
-    var roots = [document.documentElement, document.body];
-    for (var k = 0; k < 2 && bg === null; k++) {
-      var st = roots[k] && getComputedStyle(roots[k]);
-      if (!st) continue;
-      if (st.backgroundImage !== 'none') { bg = ''; break; }
-      if (!/^(transparent|rgba\(.*, 0\))$/.test(st.backgroundColor)) bg = st.backgroundColor;
-    }
-    return {url: location.href, title: document.title, ready: document.readyState,
-      visible: document.visibilityState, frame: frame, content: content, bg: bg,
-      fcp: performance.getEntriesByName('first-contentful-paint').length > 0,
-      x: screenX, y: screenY, ow: outerWidth, oh: outerHeight, iw: vw, ih: vh,
-      dpr: devicePixelRatio};
-  }
-  if (document.visibilityState !== 'visible') { done(look(false)); return; }
-  var t = setTimeout(function () { done(look(false)); }, 2000);
-  requestAnimationFrame(function () { requestAnimationFrame(function () {
-    clearTimeout(t); done(look(true)); }); });
-})"""
-"""Run in the page: its load state, whether it drew a frame (two animation frames passed), has
-visible content (text or a replaced element in the viewport), its background colour (``''``: an
-image) and where its viewport is (window position, outer and inner sizes)."""
-
-
 class _Socket:
     """A WebSocket client, just enough for DevTools' JSON messages (RFC 6455, no extensions)."""
 
@@ -214,7 +175,7 @@ class _Socket:
         self.sock.close()
 
 
-def page_probe(ports, timeout=8.0):
+def page_probe(ports, page_js, timeout=8.0):
     """The pages of the Chrome whose DevTools answer on the first of ``ports`` that does:
     ``{"port": P, "pages": [PAGE_JS's answer, or {"url", "error"}], "error": text|null}``."""
     out: dict[str, Any] = {"port": None, "pages": [], "error": None}
@@ -241,7 +202,7 @@ def page_probe(ports, timeout=8.0):
             sock = _Socket(out["port"], "/" + ws.split("/", 3)[3], timeout)
             try:
                 res = sock.call(1, "Runtime.evaluate", {
-                    "expression": PAGE_JS, "awaitPromise": True, "returnByValue": True})
+                    "expression": page_js, "awaitPromise": True, "returnByValue": True})
             finally:
                 sock.close()
             value = res.get("result", {}).get("result", {}).get("value")
@@ -260,7 +221,11 @@ def page_probe(ports, timeout=8.0):
 
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "page":
-        print(json.dumps(page_probe([int(p) for p in sys.argv[2:]] or [9222])))
+        page_args = sys.argv[2:]
+        script = "document.readyState"
+        if page_args[:1] == ["--js"] and len(page_args) > 1:
+            script, page_args = page_args[1], page_args[2:]
+        print(json.dumps(page_probe([int(p) for p in page_args] or [9222], script)))
     else:
         args = sys.argv[2:] if len(sys.argv) > 1 and sys.argv[1] == "office" else sys.argv[1:]
         print(json.dumps(probe(args[0] if args else "")))

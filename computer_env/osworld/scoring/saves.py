@@ -28,7 +28,7 @@ from typing import Any
 
 from computer_env.errors import EvaluatorInfraError
 from computer_env.osworld.context import substitute
-from computer_env.osworld.prepare.ready import last_json
+from computer_env.osworld.prepare.readiness import last_json
 from computer_env.osworld.catalog.tasks import Task
 
 logger = logging.getLogger(__name__)

@@ -25,7 +25,7 @@ import requests
 from PIL import Image
 
 from computer_env.desktop.client import DesktopClient
-from computer_env.osworld.prepare.ready import (
+from computer_env.osworld.prepare.readiness import (
     AppExpectation,
     office_problem,
     office_state,
@@ -474,7 +474,7 @@ def test_libreoffice_calc_round_trip(server: GuestServer, desk: XDesktop) -> Non
 
 def _wait_for_input(client: DesktopClient, want: AppExpectation, *, office: bool = False,
                     timeout: float = 120.0) -> None:
-    """Wait with the readiness checks of ``computer_env.osworld.prepare.ready`` until the active window
+    """Wait with the readiness checks of ``computer_env.osworld.prepare.readiness`` until the active window
     is ``want``'s, holds the keyboard focus and answers a ping (``office``: and LibreOffice's
     accessibility tree shows toolbars and the focus inside the document)."""
     last: list[str] = []

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from computer_env.desktop.client import DesktopClient
-from computer_env.osworld.prepare.ready_window import x_window_state
+from computer_env.osworld.prepare.readiness import x_window_state
 from tests.harness.helpers.localdesk import local_desktop
 from tests.harness.helpers.polling import wait_for
 

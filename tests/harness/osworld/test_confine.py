@@ -21,7 +21,7 @@ from computer_env.osworld.guards.confine import (
 )
 from computer_env.osworld.context import TaskContext
 from computer_env.osworld.errors import TaskLoadError
-from computer_env.osworld.prepare.setup_steps import confine_step
+from computer_env.osworld.prepare.setup import confine_step
 from computer_env.osworld.catalog.tasks import SetupStep, load_tasks
 
 

@@ -25,7 +25,7 @@ from computer_env.osworld import SetupUnsupported, TaskContext, default_vars, pr
 from computer_env.osworld.prepare.setup import run_setup_in_process as run_setup
 from computer_env.osworld.scoring.in_process import evaluate_in_process as evaluate
 from computer_env.osworld.catalog.download import cache_path
-from computer_env.osworld.prepare.setup_steps import apply_proxy
+from computer_env.osworld.prepare.setup import apply_proxy
 from computer_env.osworld.catalog.tasks import parse_task
 from tests.harness.helpers.localdesk import local_desktop
 from tests.harness.helpers.polling import wait_for

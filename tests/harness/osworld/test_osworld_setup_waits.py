@@ -18,8 +18,8 @@ from computer_env.desktop.client import DesktopClient
 from computer_env.errors import SetupError
 from computer_env.osworld import TaskContext, default_vars
 from computer_env.osworld.prepare.setup import run_setup_in_process as run_setup
-from computer_env.osworld.prepare import setup_steps
-from computer_env.osworld.prepare.setup_steps import (
+from computer_env.osworld.prepare.setup import _steps as setup_steps
+from computer_env.osworld.prepare.setup import (
     BACKGROUND_PROGRAMS,
     GUI_PROGRAMS,
     launched_program,

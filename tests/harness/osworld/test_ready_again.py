@@ -1,4 +1,4 @@
-"""The re-check at hand-out of a desktop set up ahead (``computer_env.osworld.prepare.ready_again``):
+"""The re-check at hand-out of a desktop set up ahead (``computer_env.osworld.prepare.readiness``):
 the screen as it was proven ready, give or take a blinking caret, and nothing else. Real PNG
 screenshots made with Pillow (the comparison is pure; the window probe runs on real desktops in
 ``test_setup_ahead_suite.py``)."""
@@ -9,7 +9,7 @@ import io
 
 from PIL import Image, ImageDraw
 
-from computer_env.osworld.prepare.ready_again import CARET_BOX, screen_change
+from computer_env.osworld.prepare.readiness import CARET_BOX, screen_change
 
 
 def _png(draw: tuple[int, int, int, int] | None = None, size: tuple[int, int] = (640, 480)

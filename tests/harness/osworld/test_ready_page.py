@@ -23,13 +23,13 @@ from PIL import Image
 from computer_env.osworld import TaskContext
 from computer_env.osworld.prepare.setup import run_setup_in_process as run_setup
 from computer_env.osworld.context import default_vars
-from computer_env.osworld.prepare.ready import (
+from computer_env.osworld.prepare.readiness import (
     AppNotReady,
     expected_app,
     screen_problem,
     wait_until_ready,
 )
-from computer_env.osworld.prepare.ready_page import page_problem, viewport_box
+from computer_env.osworld.prepare.readiness import page_problem, viewport_box
 from computer_env.osworld.prepare.settle import css_rgb, ink_pixels, is_blank, screen_image
 from computer_env.osworld.catalog.tasks import parse_task
 from tests.harness.helpers.localdesk import local_desktop

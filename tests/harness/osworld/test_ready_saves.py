@@ -20,7 +20,7 @@ from computer_env.osworld import TaskContext, load_builtin_tasks
 from computer_env.osworld.prepare.setup import run_setup_in_process as run_setup
 from computer_env.osworld.catalog.assets import AssetServer, private_assets
 from computer_env.osworld.context import default_vars
-from computer_env.osworld.prepare.ready import (
+from computer_env.osworld.prepare.readiness import (
     AppExpectation,
     AppNotReady,
     expected_app,
@@ -157,7 +157,7 @@ def test_the_office_probe_sees_the_focus_leave_the_document(
     """The probe's walk skips toolbars, buttons and boxes (they cannot hold the document):
     with the focus in Calc's Name Box (a combo box) the document is not ready for keys, and
     back in the sheet it is."""
-    from computer_env.osworld.prepare.ready import office_state
+    from computer_env.osworld.prepare.readiness import office_state
     from computer_env.osworld.prepare.settle import wait_until_settled
 
     task = TASKS["calc-append-roster-row"]

@@ -15,8 +15,8 @@ from typing import Any
 
 from PIL import ImageChops
 
-from computer_env.osworld.prepare.ready import expected_app, window_problem
-from computer_env.osworld.prepare.ready_window import x_window_state
+from computer_env.osworld.prepare.readiness._app import expected_app, window_problem
+from computer_env.osworld.prepare.readiness._probes import x_window_state
 from computer_env.osworld.prepare.settle import screen_image
 from computer_env.osworld.catalog.tasks import Task
 

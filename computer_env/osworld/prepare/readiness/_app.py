@@ -6,10 +6,10 @@ loads a document, and a key press sent then is lost). :func:`wait_until_ready` w
 1. the window of the app the task's setup opened last is mapped, active and holds the keyboard
    focus, and its event loop answers a ``_NET_WM_PING`` (it has handled every earlier event);
 2. for LibreOffice, its accessibility tree shows toolbars and the focus inside the document
-   (Calc's sheet with its cell cursor, Writer's paragraph): ``ready_probe.py``, run in the desktop;
+   (Calc's sheet with its cell cursor, Writer's paragraph): the guest program ``ready_probe.py``, run in the desktop;
 3. for Chrome, every visible page has loaded (``document.readyState`` complete), drawn a frame
    and, when it has visible content, painted it (first contentful paint), asked through Chrome's
-   DevTools protocol from inside the desktop (``ready_probe.py``); a page that keeps loading
+   DevTools protocol from inside the desktop (the guest program ``ready_probe.py``); a page that keeps loading
    sub-resources is accepted once its content is on screen for ``loading_grace_s``;
 4. the screen shows it: the window is not one flat colour (a window that is up but not drawn
    yet), and a page's viewport shows its content (not blank) or, without content, its
@@ -31,16 +31,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from computer_env.errors import SetupError
-from computer_env.osworld.prepare.ready_page import (
-    cdp_ports,
-    last_json,
-    page_problem,
-    page_screen_problem,
-    page_state,
-)
-from computer_env.osworld.prepare.ready_window import office_state, x_window_state
+from computer_env.osworld.prepare.readiness._page import cdp_ports, page_problem, page_screen_problem
+from computer_env.osworld.prepare.readiness._probes import office_state, page_state, x_window_state
 from computer_env.osworld.prepare.settle import is_blank, screen_image, wait_until_settled
-from computer_env.osworld.prepare.setup_steps import launched_program
+from computer_env.osworld.prepare.setup import launched_program
 from computer_env.osworld.catalog.tasks import Task
 
 logger = logging.getLogger(__name__)
@@ -233,5 +227,4 @@ def wait_until_ready(client: Any, task: Task, *, timeout: float = 120.0, poll_s:
 
 
 __all__ = ["AppExpectation", "AppNotReady", "ReadyReport", "expected_app", "office_problem",
-           "office_state", "last_json", "page_problem", "page_state", "screen_problem",
-           "wait_until_ready", "window_problem", "x_window_state"]
+           "screen_problem", "wait_until_ready", "window_problem"]

@@ -1,26 +1,23 @@
 """Chrome's side of readiness: its visible pages loaded and painted, and shown on the screen.
 
-The pages are asked through Chrome's DevTools protocol from inside the desktop (``ready_probe.py``
-``page``: the ports the task's setup opened, then OSWorld's 9222), so the same check runs on the
-local desktop and on an OSWorld VM, which expose no DevTools port to the harness otherwise.
+The pages are asked through Chrome's DevTools protocol from inside the desktop (the guest
+program ``ready_probe.py``, ``page``: the ports the task's setup opened, then OSWorld's 9222),
+so the same check runs on the local desktop and on an OSWorld VM, which expose no DevTools port
+to the harness otherwise.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 from typing import Any
 
 from PIL import Image
 
+from computer_env.osworld.prepare.readiness._probes import CDP_PORT
 from computer_env.osworld.prepare.settle import Box, css_rgb, dominant_colour, is_blank, near
 from computer_env.osworld.catalog.tasks import Task
 
-PROBE_SOURCE = (Path(__file__).with_name("ready_probe.py")).read_text(encoding="utf-8")
-"""The in-desktop probes' source (run as ``python3 -c PROBE_SOURCE MODE ARGS...``)."""
-CDP_PORT = 9222
-"""OSWorld's DevTools port (``GUEST_TCP_PORTS["cdp"]``), forwarded to Chrome's own by setup."""
 
 
 def cdp_ports(task: Task) -> tuple[int, ...]:
@@ -31,35 +28,6 @@ def cdp_ports(task: Task) -> tuple[int, ...]:
     if str(CDP_PORT) in text or any(step.type.startswith("chrome_") for step in task.config):
         ports.append(CDP_PORT)
     return tuple(dict.fromkeys(ports))
-
-
-def last_json(text: str | None) -> dict[str, Any] | None:
-    """The last line of a probe's output that is a JSON object (None when there is none)."""
-    for line in reversed((text or "").strip().splitlines()):
-        try:
-            value = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(value, dict):
-            return value
-    return None
-
-
-def page_state(client: Any, ports: tuple[int, ...]) -> dict[str, Any]:
-    """Chrome's pages as its DevTools show them from inside the desktop (``ready_probe.py``)."""
-    args = [str(p) for p in dict.fromkeys((*ports, CDP_PORT))]
-    res = client.execute(["/usr/bin/python3", "-c", PROBE_SOURCE, "page", *args], timeout=60)
-    return probe_answer(res, "the page probe", probe=True)
-
-
-def probe_answer(res: Any, what: str, **failed: Any) -> dict[str, Any]:
-    """A desktop probe's answer: the last JSON object it printed, else ``{"error": ...}`` with
-    the last line of its error output (or that ``what`` did not answer) and ``failed``."""
-    state = last_json(getattr(res, "output", ""))
-    if state is None:
-        err = (getattr(res, "error", "") or "").strip().splitlines()
-        return {"error": err[-1] if err else f"no answer from {what}", **failed}
-    return state
 
 
 def _name(page: dict[str, Any]) -> str:
@@ -120,5 +88,4 @@ def page_screen_problem(img: Image.Image, window: Box | None, pointer: tuple[int
     return None
 
 
-__all__ = ["CDP_PORT", "PROBE_SOURCE", "cdp_ports", "last_json", "page_problem",
-           "page_screen_problem", "page_state", "probe_answer", "viewport_box"]
+__all__ = ["CDP_PORT", "cdp_ports", "page_problem", "page_screen_problem", "viewport_box"]

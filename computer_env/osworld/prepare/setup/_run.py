@@ -10,7 +10,7 @@ against what the desktop answered (the gateway's journal of HTTP exchanges), so 
 the ``postconfig`` phase (part of evaluation, after the agent) OSWorld's lenient behaviour is
 kept — the agent may have closed the window a postconfig step activates — and the problems are
 recorded in the report. How long a step may run and whether it went right is
-:mod:`.setup_verdict`.
+``_verdict``.
 
 A config step that depends on what an earlier step started (``launch`` Chrome, then
 ``activate_window`` "Google Chrome") gets the time OSWorld's VM gives it (:func:`.step_wait`):
@@ -35,7 +35,7 @@ from computer_env.osworld.guards.confine import asset_hosts
 from computer_env.osworld.context import TaskContext, substitute
 from computer_env.osworld.catalog.download import cache_path, cached_fetch, upstream_cache_name
 from computer_env.osworld.errors import SetupUnsupported, Unsupported
-from computer_env.osworld.prepare.setup_steps import (
+from computer_env.osworld.prepare.setup._steps import (
     StepWait,
     apply_proxy,
     confine_step,
@@ -43,7 +43,7 @@ from computer_env.osworld.prepare.setup_steps import (
     step_wait,
     window_classes,
 )
-from computer_env.osworld.prepare.setup_verdict import (
+from computer_env.osworld.prepare.setup._verdict import (
     step_deadline,
     step_problem,
     target_missing,
@@ -282,4 +282,4 @@ def run_setup_in_process(
 
 
 __all__ = ["SetupReport", "StepTiming", "UNSUPPORTED_STEPS", "check_steps",
-           "run_setup_in_process", "seed_downloads", "step_problem", "upstream_setup_controller"]
+           "run_setup_in_process", "seed_downloads", "upstream_setup_controller"]

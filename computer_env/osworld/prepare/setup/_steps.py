@@ -1,7 +1,7 @@
 """What this harness adds around OSWorld's setup steps: path and URL confinement of a step's
 host-side fields, routing launches and commands through the run's proxy, and the time a step
 may wait for what an earlier step started (:func:`step_wait`). The steps themselves are
-OSWorld's (``SetupController._<type>_setup``, see :mod:`.setup`)."""
+OSWorld's (``SetupController._<type>_setup``, see ``_run``)."""
 
 from __future__ import annotations
 
