@@ -16,7 +16,8 @@ import sys
 import time
 from collections.abc import Callable
 
-from computer_env.desktop.client import PYAUTOGUI_PREFIX, DesktopClient
+from computer_env.desktop.client import DesktopClient
+from computer_env.desktop.prefix import PYAUTOGUI_PREFIX
 from computer_env.desktop.providers.local.provider import LocalSandboxProvider
 from computer_env.procs import pss_kib
 

@@ -12,7 +12,8 @@ import time
 from functools import partial
 from collections.abc import Callable
 
-from computer_env.desktop.client import PYAUTOGUI_PREFIX, DesktopClient
+from computer_env.desktop.client import DesktopClient
+from computer_env.desktop.prefix import PYAUTOGUI_PREFIX
 
 
 def _median_ms(fn: Callable[[], object], n: int) -> float:

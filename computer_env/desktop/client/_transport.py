@@ -211,5 +211,3 @@ class GuestTransport:
         return self._request(method, path, **kwargs).json()
 
 
-__all__ = ["EXECUTE_TIMEOUT", "PYAUTOGUI_PREFIX", "DesktopRequestError", "ExecResult",
-           "GuestTransport"]

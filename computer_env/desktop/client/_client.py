@@ -1,10 +1,5 @@
-"""Client for the guest server API (this project's server or an upstream OSWorld VM).
-
-One short typed method per endpoint of the server, in three layers of one class: the transport
-and the answer types (:mod:`.client_base`), setup, files and scripts (:mod:`.client_setup`), and
-here the screen, input, discovery and lifecycle. Connection failures are retried and then raise
-:class:`computer_env.errors.VMUnreachable`; an HTTP error answer raises
-:class:`DesktopRequestError` (not an infrastructure error: callers decide what it means).
+"""The client class: the screen, input, discovery and lifecycle calls, on top of the transport
+(:mod:`._transport`) and setup, files and scripts (:mod:`._setup`).
 """
 
 from __future__ import annotations
@@ -16,9 +11,9 @@ from typing import Any
 
 import httpx
 
-from computer_env.desktop.client_base import (EXECUTE_TIMEOUT, PYAUTOGUI_PREFIX,
+from computer_env.desktop.client._transport import (EXECUTE_TIMEOUT, PYAUTOGUI_PREFIX,
                                               DesktopRequestError, ExecResult)
-from computer_env.desktop.client_setup import SetupAndFiles
+from computer_env.desktop.client._setup import SetupAndFiles
 from computer_env.desktop.grabs import XGrabReport
 
 logger = logging.getLogger(__name__)
@@ -158,4 +153,3 @@ class DesktopClient(SetupAndFiles):
         self.close()
 
 
-__all__ = ["DesktopClient", "DesktopRequestError", "ExecResult", "PYAUTOGUI_PREFIX"]

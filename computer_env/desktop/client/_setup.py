@@ -9,7 +9,7 @@ import shlex
 from collections.abc import Sequence
 from typing import Any
 
-from computer_env.desktop.client_base import EXECUTE_TIMEOUT, DesktopRequestError, GuestTransport
+from computer_env.desktop.client._transport import EXECUTE_TIMEOUT, DesktopRequestError, GuestTransport
 
 
 class SetupAndFiles(GuestTransport):
@@ -100,4 +100,3 @@ class SetupAndFiles(GuestTransport):
         return self._request("POST", "/end_recording", timeout=max(self.timeout, 60.0)).content
 
 
-__all__ = ["SetupAndFiles"]
