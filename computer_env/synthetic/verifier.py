@@ -23,6 +23,7 @@ import time
 from dataclasses import dataclass
 from typing import Literal
 
+from computer_env import guest_programs
 from computer_env.desktop.client import DesktopClient, DesktopRequestError
 from computer_env.desktop.server.commands.verifier import SAFE_PATH
 from computer_env.errors import InfraError
@@ -30,23 +31,6 @@ from computer_env.errors import InfraError
 MARKER = "@@HOLO_VERIFIER@@"
 
 FailureKind = Literal["crashed", "bad", "timeout", "died", "gone", "out_of_range"]
-
-_WRAPPER = '''\
-import json as _json, os as _os, sys as _sys, traceback as _tb
-_sys.path[:] = [p for p in _sys.path if p and not p.startswith(_os.path.expanduser("~"))]
-for _k in list(_os.environ):
-    if _k.startswith(("PYTHON", "LD_")):
-        del _os.environ[_k]
-_os.environ["PATH"] = %(path)r
-_ns = {"__name__": "verifier"}
-try:
-    exec(compile(%(code)r, "verifier_code", "exec"), _ns)
-    _r = _ns["verify"]()
-    _out = {"result": _r} if isinstance(_r, (bool, int, float)) else {"bad": repr(_r)[:300]}
-except BaseException:
-    _out = {"error": _tb.format_exc()[-1500:]}
-print("\\n%(marker)s" + _json.dumps(_out))
-'''
 
 
 class VerifierError(InfraError):
@@ -109,7 +93,8 @@ def _scored(value: object, seconds: float, route: str) -> VerifierRun:
 def _run_python(client: DesktopClient, code: str, timeout_s: float, t0: float) -> VerifierRun:
     """The fallback for servers without ``/verify`` (upstream OSWorld VMs)."""
     marker = f"{MARKER}{secrets.token_hex(16)}@@"
-    script = _WRAPPER % {"code": code, "marker": marker, "path": SAFE_PATH}
+    script = (guest_programs.read("verifier_run.py")
+              + f"\nrun({code!r}, {marker!r}, {SAFE_PATH!r})\n")
     try:
         answer = client.run_python(script, timeout=timeout_s)
     except DesktopRequestError as exc:

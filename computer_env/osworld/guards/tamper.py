@@ -29,6 +29,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from computer_env import guest_programs
 from computer_env.desktop.client import DesktopClient
 
 log = logging.getLogger(__name__)
@@ -51,89 +52,8 @@ is matched as written, the others in any case). The evaluator does not count by 
 evaluator that runs a command, ``vm_command_line``, asks for no shadowed command), only by
 naming the hook's own file or folder (e.g. a getter that reads ``~/.bashrc``)."""
 
-PROBE = r'''
-import hashlib, json, os, sys
-H = os.path.expanduser("~")
-out = {}
-def digest(p):
-    try:
-        st = os.stat(p)
-        if st.st_size > 1 << 20:
-            return "size=%d mtime=%d" % (st.st_size, st.st_mtime)
-        with open(p, "rb") as f:
-            return hashlib.sha256(f.read()).hexdigest()[:16]
-    except OSError as e:
-        return "unreadable:" + type(e).__name__
-def entries(d):
-    try:
-        return sorted(os.listdir(d))
-    except OSError:
-        return []
-def add(kind, path, detail=""):
-    out[path] = {"kind": kind, "digest": digest(path) if os.path.isfile(path) else "dir",
-                 "detail": detail}
-user_sites, system_sites = [], []
-for base in ("/usr/lib", "/usr/local/lib"):
-    for name in entries(base):
-        if name.startswith("python3"):
-            for sub in ("site-packages", "dist-packages"):
-                system_sites.append(os.path.join(base, name, sub))
-system_sites.append("/usr/lib/python3/dist-packages")
-for name in entries(os.path.join(H, ".local/lib")):
-    if name.startswith("python"):
-        user_sites.append(os.path.join(H, ".local/lib", name, "site-packages"))
-installed = set()
-for d in system_sites:
-    installed.update(n.split(".")[0].split("-")[0].lower() for n in entries(d))
-for d in system_sites + user_sites:
-    for name in entries(d):
-        p = os.path.join(d, name)
-        if name.endswith(".pth"):
-            try:
-                with open(p, errors="replace") as f:
-                    code = [l for l in f if l.lstrip().startswith("import")]
-            except OSError:
-                code = ["?"]
-            if code:
-                add("python_startup", p, "a .pth file that runs code at Python start-up")
-        elif name.split(".")[0] in ("sitecustomize", "usercustomize"):
-            add("python_startup", p, "runs at every Python start-up")
-        elif d in user_sites and name.split(".")[0].split("-")[0].lower() in installed \
-                and not name.endswith((".dist-info", ".egg-info")):
-            add("python_shadow", p, "a user-site package that shadows an installed one")
-system_cmds = set()
-for d in ("/usr/sbin", "/usr/bin", "/sbin", "/bin"):
-    system_cmds.update(entries(d))
-for d in (os.path.join(H, "bin"), os.path.join(H, ".local/bin"), "/usr/local/bin",
-          "/usr/local/sbin"):
-    for name in entries(d):
-        if name in system_cmds:
-            add("command_shadow", os.path.join(d, name), "shadows the system command " + name)
-for name in (".bashrc", ".bash_profile", ".bash_login", ".profile", ".bash_logout",
-             ".bash_aliases", ".zshrc", ".zshenv", ".zprofile", ".xprofile", ".xsessionrc",
-             ".xinitrc", ".inputrc"):
-    p = os.path.join(H, name)
-    if os.path.isfile(p):
-        add("shell_rc", p, "read by every new shell or session")
-for p in ("/etc/profile", "/etc/bash.bashrc", "/etc/environment", "/etc/zsh/zshenv"):
-    if os.path.isfile(p):
-        add("shell_rc", p, "read by every new shell or session")
-for d in ("/etc/profile.d",):
-    for name in entries(d):
-        add("shell_rc", os.path.join(d, name), "read by every login shell")
-for d, kind in ((os.path.join(H, ".config/autostart"), "autostart"),
-                (os.path.join(H, ".config/environment.d"), "autostart"),
-                (os.path.join(H, ".config/openbox"), "autostart")):
-    for name in entries(d):
-        add(kind, os.path.join(d, name), "started with the session")
-for root, dirs, files in os.walk(os.path.join(H, ".config/systemd/user")):
-    for name in files:
-        add("autostart", os.path.join(root, name), "a systemd user unit")
-for p in ("/etc/ld.so.preload", os.path.join(H, ".pam_environment")):
-    if os.path.isfile(p):
-        add("preload", p, "loaded into every process or session")
-print("@@TAMPER@@" + json.dumps(out))
-'''
+PROBE = guest_programs.read("tamper_probe.py")
+"""The in-desktop scan (``guest_programs/tamper_probe.py``), sent on stdin."""
 _SCRIPT = ("exec /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=\"$HOME\" "
            "/usr/bin/python3 -I -S - <<'HOLO_TAMPER_PROBE'\n" + PROBE + "HOLO_TAMPER_PROBE\n")
 

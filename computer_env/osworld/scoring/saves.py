@@ -26,6 +26,7 @@ import zipfile
 from dataclasses import dataclass, field
 from typing import Any
 
+from computer_env import guest_programs
 from computer_env.errors import EvaluatorInfraError
 from computer_env.osworld.context import substitute
 from computer_env.osworld.prepare.readiness import last_json
@@ -35,42 +36,6 @@ logger = logging.getLogger(__name__)
 
 ZIP_SUFFIXES = frozenset({".xlsx", ".docx", ".pptx", ".ods", ".odt", ".odp", ".zip"})
 _READ_PATH_GETTERS = frozenset({"vm_file", "content_from_vm_file"})
-
-# Run in the desktop by its system python3: the state of the files and of the windows.
-_PROBE = r'''
-import fnmatch, json, os, subprocess, sys
-out = {"files": {}, "busy": []}
-for path in sys.argv[1:]:
-    d, name = os.path.split(path)
-    try:
-        st = os.stat(path)
-        info = [st.st_size, st.st_mtime_ns]
-    except OSError:
-        info = None
-    try:
-        info_lock = os.stat(os.path.join(d, ".~lock." + name + "#")).st_mtime_ns
-    except OSError:
-        info_lock = None
-    out["files"][path] = [info, info_lock]
-    try:
-        names = os.listdir(d or ".")
-    except OSError:
-        names = []
-    for n in names:
-        if fnmatch.fnmatch(n, "lu*.tmp") or n.startswith(".goutputstream-") or \
-                n.startswith("." + name + ".") and n.endswith((".tmp", ".part")):
-            out["busy"].append(os.path.join(d, n))
-try:
-    titles = subprocess.run(["wmctrl", "-l"], capture_output=True, text=True, timeout=10).stdout
-except Exception:
-    titles = ""
-for line in titles.splitlines():
-    title = line.split(None, 3)[3] if len(line.split(None, 3)) == 4 else ""
-    for path in sys.argv[1:]:
-        if title.startswith("*") and os.path.basename(path) in title:
-            out["busy"].append("window " + repr(title))
-print(json.dumps(out))
-'''
 
 
 @dataclass
@@ -100,7 +65,8 @@ def evaluated_files(task: Task, vars: dict[str, str] | None = None) -> list[str]
 
 
 def _state(client: Any, files: list[str]) -> dict[str, Any]:
-    res = client.execute(["/usr/bin/python3", "-c", _PROBE, *files], timeout=60)
+    res = client.execute(["/usr/bin/python3", "-c", guest_programs.read("file_saves.py"), *files],
+                         timeout=60)
     value = last_json(getattr(res, "output", ""))
     if value is not None:
         return value

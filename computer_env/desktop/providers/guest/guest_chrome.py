@@ -15,6 +15,7 @@ import os
 import shutil
 from pathlib import Path
 
+from computer_env import guest_programs
 from computer_env.desktop.providers.guest.home_template import build_once
 
 GUEST_CHROME_DIR = "/opt/desktop/chrome"  # see make_chrome_dir()
@@ -22,46 +23,10 @@ CHROME_LINK = f"{GUEST_CHROME_DIR}/chrome"
 CHROMIUM_DIR = Path("/usr/lib/chromium")
 CHROMIUM_BINARY = str(CHROMIUM_DIR / "chromium")
 
-_CHROMIUM = r"""#!/bin/sh
-# Chromium for the sandboxed desktop (see computer_env/desktop/providers/guest/guest_chrome.py).
-CHROMIUM_FLAGS=""
-for file in /etc/chromium.d/*; do
-    case "$file" in */README|*.dpkg*) ;; *) . "$file" ;; esac
-done
-export CHROME_WRAPPER="${CHROME_WRAPPER:-/opt/desktop/bin/chromium}"
-export CHROME_DESKTOP="${CHROME_DESKTOP:-chromium.desktop}"
-exe="${HOLO_CHROME_EXE:-__CHROMIUM_BINARY__}"
-[ -x "$exe" ] || exe=__CHROMIUM_BINARY__
-# --no-sandbox: nested user namespaces are disabled in the desktop; --test-type: no warning bar
-exec "$exe" --no-sandbox --test-type $CHROMIUM_FLAGS "$@"
-"""
-
-_GOOGLE_CHROME = r"""#!/bin/sh
-# google-chrome as OSWorld's tasks call it: Chromium with Chrome's profile folder.
-case " $* " in
-    *" --user-data-dir="*) ;;
-    *) set -- "--user-data-dir=$HOME/.config/google-chrome" "$@" ;;
-esac
-# Its first window is titled "Google Chrome" (tasks activate the window by that name; the page
-# title is not part of it, Chromium's own title would end in "- Chromium").
-case " $* " in
-    *" --window-name="*) ;;
-    *) set -- "--window-name=Google Chrome" "$@" ;;
-esac
-export CHROME_WRAPPER=/opt/desktop/bin/google-chrome CHROME_DESKTOP=google-chrome.desktop
-export HOLO_CHROME_EXE=__CHROME_LINK__
-# Local Network Access checks came after the Chrome of OSWorld's image; with them, Chromium's first
-# start writes profile.default_content_setting_values (a migration marker), which a fresh
-# Chrome profile there lacks and which OSWorld's data_delete_automacally getter reads as "on".
-exec /opt/desktop/bin/chromium --no-first-run \
-    --no-default-browser-check --password-store=basic --disable-component-update \
-    --disable-features=LocalNetworkAccessChecks "$@"
-"""
-
 CHROME_SCRIPTS: dict[str, str] = {
-    "chromium": _CHROMIUM.replace("__CHROMIUM_BINARY__", CHROMIUM_BINARY),
-    "google-chrome": _GOOGLE_CHROME.replace("__CHROME_LINK__", CHROME_LINK),
-    "google-chrome-stable": _GOOGLE_CHROME.replace("__CHROME_LINK__", CHROME_LINK),
+    "chromium": guest_programs.fill("chromium.sh", CHROMIUM_BINARY=CHROMIUM_BINARY),
+    "google-chrome": guest_programs.fill("google-chrome.sh", CHROME_LINK=CHROME_LINK),
+    "google-chrome-stable": guest_programs.fill("google-chrome.sh", CHROME_LINK=CHROME_LINK),
 }
 """The launchers in the desktop's ``/opt/desktop/bin``, by name."""
 
