@@ -20,7 +20,7 @@ APT_PACKAGES := xvfb xdotool wmctrl openbox x11-utils xterm x11-xserver-utils xa
 	gsettings-desktop-schemas gnome-shell-common gnome-settings-daemon-common libglib2.0-bin \
 	zip unzip bc jq xsel
 
-.PHONY: setup apt venv realtimegym serve-cpu tiny-model run test test-fast test-desktop test-e2e \
+.PHONY: format setup apt venv realtimegym serve-cpu tiny-model run test test-fast test-desktop test-e2e \
 	check smoke bench docker-image clean
 
 setup: apt venv realtimegym
@@ -132,10 +132,13 @@ test-desktop:
 test-e2e: serve-cpu
 	$(HARNESS) -m "e2e"
 
-# Types (the packages and tests/; the tests' helpers strict), layers and import circles
-# (configured in pyproject.toml: [tool.mypy], [tool.importlinter]; scripts/import_cycles.py: no
-# circle between modules); CI runs it before the tests.
+# Lint and format (ruff: [tool.ruff]; `make format` rewrites), types (the packages and tests/;
+# the tests' helpers strict), layers and import circles (configured in pyproject.toml:
+# [tool.mypy], [tool.importlinter]; scripts/import_cycles.py: no circle between modules); CI runs
+# it before the tests. .pre-commit-config.yaml runs the same checks before each commit.
 check:
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 	$(PY) scripts/import_cycles.py
@@ -169,3 +172,8 @@ venv-docs:
 # from a small real run of the built-in suite in headless Chromium (Debian's, from `make setup`).
 screenshots:
 	$(PY) scripts/screenshots.py
+
+# Rewrite the sources as `make check` wants them: ruff's fixes, then its formatter.
+format:
+	$(VENV)/bin/ruff check --fix .
+	$(VENV)/bin/ruff format .

@@ -14,8 +14,16 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-__all__ = ["FILE_MODE", "DIR_MODE", "ensure_dir", "share_modes", "atomic_write",
-           "atomic_write_bytes", "atomic_write_text", "atomic_write_json"]
+__all__ = [
+    "FILE_MODE",
+    "DIR_MODE",
+    "ensure_dir",
+    "share_modes",
+    "atomic_write",
+    "atomic_write_bytes",
+    "atomic_write_text",
+    "atomic_write_json",
+]
 
 FILE_MODE = 0o644
 """Every result file: readable by everyone, so a results folder can be served as it is."""

@@ -7,7 +7,7 @@ always *pixels of the screenshot the env returned* (the agent does any [0,1000] 
 from __future__ import annotations
 
 import abc
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -84,7 +84,7 @@ class Wait(_Event):
 
 
 InputEvent = Annotated[
-    Union[Click, MoveTo, TypeText, KeyPress, Hotkey, Scroll, Drag, Wait],
+    Click | MoveTo | TypeText | KeyPress | Hotkey | Scroll | Drag | Wait,
     Field(discriminator="kind"),
 ]
 """Any one input an agent can apply to a computer."""

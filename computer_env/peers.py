@@ -24,20 +24,24 @@ _TABLES = ("/proc/net/tcp", "/proc/net/tcp6")
 def _words(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str:
     """The address as ``/proc/net/tcp*`` prints it: 32-bit words in host (little-endian) order."""
     packed = ip.packed
-    return "".join(f"{int.from_bytes(packed[i:i + 4], 'little'):08X}"
-                   for i in range(0, len(packed), 4))
+    return "".join(
+        f"{int.from_bytes(packed[i : i + 4], 'little'):08X}" for i in range(0, len(packed), 4)
+    )
 
 
 def _spellings(address: tuple[Any, ...]) -> set[str]:
     """``ADDR:PORT`` keys of an endpoint in both tables (IPv4 also as ``::ffff:a.b.c.d``)."""
-    ip: ipaddress.IPv4Address | ipaddress.IPv6Address = \
-        ipaddress.ip_address(str(address[0]).split("%")[0])
+    ip: ipaddress.IPv4Address | ipaddress.IPv6Address = ipaddress.ip_address(
+        str(address[0]).split("%")[0]
+    )
     port = int(address[1])
     if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
         ip = ip.ipv4_mapped
-    forms: set[ipaddress.IPv4Address | ipaddress.IPv6Address] = \
-        {ip} if isinstance(ip, ipaddress.IPv6Address) else \
-        {ip, ipaddress.IPv6Address(f"::ffff:{ip}")}
+    forms: set[ipaddress.IPv4Address | ipaddress.IPv6Address] = (
+        {ip}
+        if isinstance(ip, ipaddress.IPv6Address)
+        else {ip, ipaddress.IPv6Address(f"::ffff:{ip}")}
+    )
     return {f"{_words(a)}:{port:04X}" for a in forms}
 
 
@@ -82,8 +86,9 @@ def same_user(sock: socket.socket, peer: tuple[Any, ...], *, what: str = "server
         return False
     uid = peer_uid(peer, local)
     if uid != os.geteuid():
-        log.warning("%s: refused a connection from %s:%s (socket owner uid %s)",
-                    what, peer[0], peer[1], uid)
+        log.warning(
+            "%s: refused a connection from %s:%s (socket owner uid %s)", what, peer[0], peer[1], uid
+        )
         return False
     return True
 

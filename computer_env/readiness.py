@@ -36,8 +36,16 @@ class NotReady(Exception):
     ``exit_code``: the child's exit code when it exited; ``gone``: what ``gone`` reported;
     ``last``: the last problem a check met; ``waited_s``: how long the wait took."""
 
-    def __init__(self, what: str, *, timeout_s: float, waited_s: float, last: str,
-                 exit_code: int | None = None, gone: str | None = None) -> None:
+    def __init__(
+        self,
+        what: str,
+        *,
+        timeout_s: float,
+        waited_s: float,
+        last: str,
+        exit_code: int | None = None,
+        gone: str | None = None,
+    ) -> None:
         if exit_code is not None:
             message = f"{what} exited with code {exit_code} before it answered (last: {last})"
         elif gone is not None:
@@ -69,16 +77,24 @@ def wait_until(
     ``gone()`` returns a reason, or ``timeout_s`` seconds pass first (see the module docstring).
     """
     if timeout_s < 0 or interval_s <= 0 or max_interval_s < interval_s:
-        raise ValueError(f"wait_until({what!r}): timeout_s must be >= 0 and 0 < interval_s <= "
-                         f"max_interval_s (got {timeout_s}, {interval_s}, {max_interval_s})")
+        raise ValueError(
+            f"wait_until({what!r}): timeout_s must be >= 0 and 0 < interval_s <= "
+            f"max_interval_s (got {timeout_s}, {interval_s}, {max_interval_s})"
+        )
     start = time.monotonic()
     deadline = start + timeout_s
     last = "no answer yet"
     delay = interval_s
 
     def fail(exit_code: int | None = None, reason: str | None = None) -> NotReady:
-        return NotReady(what, timeout_s=timeout_s, waited_s=time.monotonic() - start,
-                        last=last, exit_code=exit_code, gone=reason)
+        return NotReady(
+            what,
+            timeout_s=timeout_s,
+            waited_s=time.monotonic() - start,
+            last=last,
+            exit_code=exit_code,
+            gone=reason,
+        )
 
     while True:
         if child is not None and child.poll() is not None:  # whatever answers, it is not ours

@@ -27,11 +27,17 @@ class RetryPolicy:
     def delays(self) -> Iterator[float]:
         """The waits between tries (``attempts - 1`` of them)."""
         for k in range(max(self.attempts, 1) - 1):
-            yield min(self.backoff * self.factor ** k, self.cap)
+            yield min(self.backoff * self.factor**k, self.cap)
 
-    def call(self, fn: Callable[[], T], *, retry_on: tuple[type[BaseException], ...],
-             what: str = "call", log_level: int = logging.WARNING,
-             sleep: Callable[[float], None] = time.sleep) -> T:
+    def call(
+        self,
+        fn: Callable[[], T],
+        *,
+        retry_on: tuple[type[BaseException], ...],
+        what: str = "call",
+        log_level: int = logging.WARNING,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> T:
         """``fn()`` until it returns; an exception of ``retry_on`` is retried after the next
         delay, and the last one re-raised once the attempts are spent. Anything else goes up
         at once."""
@@ -44,8 +50,15 @@ class RetryPolicy:
                 delay = next(delays, None)
                 if delay is None:
                     raise
-                log.log(log_level, "%s failed (attempt %d/%d): %s; again in %.2g s", what,
-                        attempt, self.attempts, exc, delay)
+                log.log(
+                    log_level,
+                    "%s failed (attempt %d/%d): %s; again in %.2g s",
+                    what,
+                    attempt,
+                    self.attempts,
+                    exc,
+                    delay,
+                )
                 sleep(delay)
                 attempt += 1
 

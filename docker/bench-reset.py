@@ -45,8 +45,10 @@ def main() -> int:
     print(f"{'mode':>8} {'start_s':>8} {'reset median_s':>15} {'reset max_s':>12}")
     for prewarm in (False, True):
         start_s, times = measure(args.image, prewarm, args.resets, args.task_seconds)
-        print(f"{'spare' if prewarm else 'cold':>8} {start_s:>8.2f} "
-              f"{statistics.median(times):>15.2f} {max(times):>12.2f}")
+        print(
+            f"{'spare' if prewarm else 'cold':>8} {start_s:>8.2f} "
+            f"{statistics.median(times):>15.2f} {max(times):>12.2f}"
+        )
     return 0
 
 

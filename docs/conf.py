@@ -26,25 +26,42 @@ extensions = [
 # The file formats, one line each: (the file, "module:Model" of one record, a note). The page
 # lists every field of the model and of the models nested in it.
 holo_schemas = [
-    ("result.json", "fixtures.cases.records.result_format:TaskResult",
-     "One per case: `results/<run>/<model>/<domain>/<task_id>/result.json` (with `--samples`, "
-     "in `sample-<k>/`). Read it back with "
-     "{py:func}`fixtures.cases.records.results.read_result`."),
-    ("summary.json", "fixtures.report.summary:Summary",
-     "One per run: `results/<run>/summary.json`, written by the xdist controller at the end "
-     "of the session ({py:mod}`fixtures.report.summary` defines every number)."),
-    ("traj.jsonl", "holo_agent.records:StepRecord",
-     "One line per model turn, written as the turn ends: "
-     "`results/<run>/<model>/<domain>/<task_id>/traj.jsonl`. Read it back typed with "
-     "{py:func}`holo_agent.read_traj`."),
-    ("card.json", "fixtures.report.card:HarnessCard",
-     "One per run: `results/<run>/card.json`, the harness card: everything about the run that "
-     "can move a score (also `summary.json`'s `card`). `python -m fixtures.report.compare` "
-     "compares two runs' cards; *impact* says what a difference in a field means."),
+    (
+        "result.json",
+        "fixtures.cases.records.result_format:TaskResult",
+        "One per case: `results/<run>/<model>/<domain>/<task_id>/result.json` (with `--samples`, "
+        "in `sample-<k>/`). Read it back with "
+        "{py:func}`fixtures.cases.records.results.read_result`.",
+    ),
+    (
+        "summary.json",
+        "fixtures.report.summary:Summary",
+        "One per run: `results/<run>/summary.json`, written by the xdist controller at the end "
+        "of the session ({py:mod}`fixtures.report.summary` defines every number).",
+    ),
+    (
+        "traj.jsonl",
+        "holo_agent.records:StepRecord",
+        "One line per model turn, written as the turn ends: "
+        "`results/<run>/<model>/<domain>/<task_id>/traj.jsonl`. Read it back typed with "
+        "{py:func}`holo_agent.read_traj`.",
+    ),
+    (
+        "card.json",
+        "fixtures.report.card:HarnessCard",
+        "One per run: `results/<run>/card.json`, the harness card: everything about the run that "
+        "can move a score (also `summary.json`'s `card`). `python -m fixtures.report.compare` "
+        "compares two runs' cards; *impact* says what a difference in a field means.",
+    ),
 ]
 # The public API pages: the packages whose __all__ is the public surface.
-holo_api = ["computer_env", "computer_env.desktop", "computer_env.osworld",
-            "computer_env.realtimegym", "holo_agent"]
+holo_api = [
+    "computer_env",
+    "computer_env.desktop",
+    "computer_env.osworld",
+    "computer_env.realtimegym",
+    "holo_agent",
+]
 # Programs that only the harness starts (listed apart on the entry points page).
 holo_internal_programs = [
     "computer_env.desktop.server.a11y.atspi_dump",

@@ -13,18 +13,18 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from computer_env.base import ComputerEnv
 from holo_agent.client import ChatClient, ChatResponse, split_credentials
+from holo_agent.code_tool import DEFAULT_TIMEOUT_S, run_code_action
 from holo_agent.conversation import Conversation
 from holo_agent.errors import ContextOverflow
 from holo_agent.images import SentImage, prepare_image, qwen_image_tokens
 from holo_agent.prompt import build_system_prompt
-from holo_agent.records import StepRecord, Trajectory, TurnTimes, kept_reasoning
 from holo_agent.recorder import Recorder
-from holo_agent.code_tool import DEFAULT_TIMEOUT_S, run_code_action
-from holo_agent.usage import check_usage
+from holo_agent.records import StepRecord, Trajectory, TurnTimes, kept_reasoning
 from holo_agent.tools import (
     AnswerTool,
     CodeStep,
@@ -36,6 +36,7 @@ from holo_agent.tools import (
     step_json_schema,
     to_input_event,
 )
+from holo_agent.usage import check_usage
 
 log = logging.getLogger(__name__)
 
@@ -107,8 +108,12 @@ class HoloComputerAgent:
         self.on_step = on_step
         self.before_action = before_action
         self._client = ChatClient(
-            base_url, api_key=api_key, timeout=request_timeout, max_retries=max_retries,
-            backoff_base=backoff_base, backoff_max=backoff_max,
+            base_url,
+            api_key=api_key,
+            timeout=request_timeout,
+            max_retries=max_retries,
+            backoff_base=backoff_base,
+            backoff_max=backoff_max,
         )
 
     def __repr__(self) -> str:
@@ -121,10 +126,15 @@ class HoloComputerAgent:
     def settings(self) -> dict[str, Any]:
         """The agent settings recorded with each task (no secrets)."""
         return {
-            "model": self.model, "base_url": self.base_url, "prompt": self.prompt_name,
-            "temperature": self.temperature, "reasoning_effort": self.reasoning_effort,
-            "image_budget": self.image_budget, "max_image_width": self.max_image_width,
-            "max_reasks": self.max_reasks, "code_actions": self.code_actions,
+            "model": self.model,
+            "base_url": self.base_url,
+            "prompt": self.prompt_name,
+            "temperature": self.temperature,
+            "reasoning_effort": self.reasoning_effort,
+            "image_budget": self.image_budget,
+            "max_image_width": self.max_image_width,
+            "max_reasks": self.max_reasks,
+            "code_actions": self.code_actions,
             "image_size": list(self.image_size) if self.image_size else None,
         }
 
@@ -153,17 +163,32 @@ class HoloComputerAgent:
         if self.on_step is not None:
             self.on_step(rec)
 
-    def _new_record(self, traj: Trajectory, step_i: int, reask: int, resp: ChatResponse,
-                    img: SentImage, shot: str | None) -> StepRecord:
+    def _new_record(
+        self,
+        traj: Trajectory,
+        step_i: int,
+        reask: int,
+        resp: ChatResponse,
+        img: SentImage,
+        shot: str | None,
+    ) -> StepRecord:
         usage = check_usage(resp.usage)  # an unbelievable count is flagged, never summed
         if usage.flag:
             log.warning("model endpoint %s: %s", self.base_url, usage.flag)
         return StepRecord(
-            index=len(traj.steps), step=step_i, reask=reask, time=time.time(),
-            latency_s=resp.latency_s, attempts=resp.attempts, prompt_tokens=usage.prompt,
-            completion_tokens=usage.completion, reasoning_tokens=usage.reasoning,
-            usage_flag=usage.flag, screenshot=shot,
-            image_size=(img.width, img.height), env_size=(img.env_width, img.env_height),
+            index=len(traj.steps),
+            step=step_i,
+            reask=reask,
+            time=time.time(),
+            latency_s=resp.latency_s,
+            attempts=resp.attempts,
+            prompt_tokens=usage.prompt,
+            completion_tokens=usage.completion,
+            reasoning_tokens=usage.reasoning,
+            usage_flag=usage.flag,
+            screenshot=shot,
+            image_size=(img.width, img.height),
+            env_size=(img.env_width, img.env_height),
             reasoning=kept_reasoning(resp.reasoning),
         )
 
@@ -191,8 +216,9 @@ class HoloComputerAgent:
                 self.recorder.finish(traj)
         return traj
 
-    def _ask(self, conv: Conversation, traj: Trajectory, step_i: int, img: SentImage,
-             shot: str | None) -> tuple[Step | CodeStep | None, list[StepRecord]]:
+    def _ask(
+        self, conv: Conversation, traj: Trajectory, step_i: int, img: SentImage, shot: str | None
+    ) -> tuple[Step | CodeStep | None, list[StepRecord]]:
         """Request a Step, re-asking on malformed output; the step's records (re-asks first),
         with None for the Step after too many."""
         reask = 0
@@ -204,10 +230,18 @@ class HoloComputerAgent:
                 resp = self._client.complete(self.request_body(conv))
             except ContextOverflow as exc:  # the model's context is full: its episode ends
                 rec = StepRecord(
-                    index=len(traj.steps), step=step_i, reask=reask, time=time.time(),
-                    latency_s=time.perf_counter() - t0, attempts=1, screenshot=shot,
-                    image_size=(img.width, img.height), env_size=(img.env_width, img.env_height),
-                    image_tokens_est=image_tokens, error=f"context overflow: {exc.server_message}")
+                    index=len(traj.steps),
+                    step=step_i,
+                    reask=reask,
+                    time=time.time(),
+                    latency_s=time.perf_counter() - t0,
+                    attempts=1,
+                    screenshot=shot,
+                    image_size=(img.width, img.height),
+                    env_size=(img.env_width, img.env_height),
+                    image_tokens_est=image_tokens,
+                    error=f"context overflow: {exc.server_message}",
+                )
                 asked.append(rec)
                 self._record(traj, rec)
                 traj.end, traj.error = "context_overflow", str(exc)
@@ -233,8 +267,7 @@ class HoloComputerAgent:
             rec.tool_call = step.tool_call.model_dump(mode="json")
             return step, asked
 
-    def _loop(self, env: ComputerEnv, max_steps: int, conv: Conversation,
-              traj: Trajectory) -> None:
+    def _loop(self, env: ComputerEnv, max_steps: int, conv: Conversation, traj: Trajectory) -> None:
         for step_i in range(max_steps):
             t0 = time.perf_counter()
             obs = env.observe()

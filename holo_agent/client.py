@@ -54,15 +54,19 @@ log = logging.getLogger(__name__)
 # vLLM's wording of its two 400s that are not a malformed request (vllm.renderers.params,
 # vllm.multimodal.processing.context); matched against the error body's text
 # (two wordings: the renderer's for a text prompt, the API server's once images are counted)
-CONTEXT_OVERFLOW = re.compile(r"maximum context length is (\d+) tokens"
-                              r"|exceeds model's maximum context length \((\d+)\)",
-                              re.IGNORECASE)
+CONTEXT_OVERFLOW = re.compile(
+    r"maximum context length is (\d+) tokens"
+    r"|exceeds model's maximum context length \((\d+)\)",
+    re.IGNORECASE,
+)
 IMAGE_LIMIT = re.compile(r"At most (\d+) image\(s\) may be provided", re.IGNORECASE)
 
 NO_KEY = "no-key"  # openai needs some key; without one the Authorization header is omitted
 # removed from every request: openai would add them from OPENAI_ORG_ID/OPENAI_PROJECT_ID
-HIDDEN_HEADERS: dict[str, openai.Omit] = {"OpenAI-Organization": openai.omit,
-                                          "OpenAI-Project": openai.omit}
+HIDDEN_HEADERS: dict[str, openai.Omit] = {
+    "OpenAI-Organization": openai.omit,
+    "OpenAI-Project": openai.omit,
+}
 
 
 @dataclass
@@ -128,14 +132,22 @@ class _BackoffOpenAI(openai.OpenAI):
     backoff_max: float = 30.0
     shown_url: str = ""
 
-    def _calculate_retry_timeout(self, remaining_retries: int, options: Any,
-                                 response_headers: Any = None) -> float:
+    def _calculate_retry_timeout(
+        self, remaining_retries: int, options: Any, response_headers: Any = None
+    ) -> float:
         retry = max(0, self.max_retries - remaining_retries)  # 0 before the first retry
-        delay = max(min(self.backoff_max, self.backoff_base * 2.0 ** min(retry, 60)),
-                    _retry_after(response_headers))
-        log.warning("model endpoint %s: %s; retry %d/%d in %.2fs", self.shown_url,
-                    "error status" if response_headers is not None else "no usable answer",
-                    retry + 1, self.max_retries, delay)
+        delay = max(
+            min(self.backoff_max, self.backoff_base * 2.0 ** min(retry, 60)),
+            _retry_after(response_headers),
+        )
+        log.warning(
+            "model endpoint %s: %s; retry %d/%d in %.2fs",
+            self.shown_url,
+            "error status" if response_headers is not None else "no usable answer",
+            retry + 1,
+            self.max_retries,
+            delay,
+        )
         return delay
 
 
@@ -156,13 +168,18 @@ class ChatClient:
         self.max_retries = max_retries
         self._sent = 0  # requests sent by the current call (its attempts)
         self._http = openai.DefaultHttpx2Client(
-            auth=auth, event_hooks={"request": [self._count], "response": [_require_completion]})
+            auth=auth, event_hooks={"request": [self._count], "response": [_require_completion]}
+        )
         self.deadline = RequestDeadline(timeout)  # the whole request, not each read
         self.deadline.install(self._http)
         self._no_key = not api_key
         self._openai = _BackoffOpenAI(
-            base_url=self.base_url, api_key=api_key or NO_KEY, timeout=timeout,
-            max_retries=max_retries, http_client=self._http)
+            base_url=self.base_url,
+            api_key=api_key or NO_KEY,
+            timeout=timeout,
+            max_retries=max_retries,
+            http_client=self._http,
+        )
         self._openai.backoff_base, self._openai.backoff_max = backoff_base, backoff_max
         self._openai.shown_url = self.base_url
 
@@ -183,24 +200,36 @@ class ChatClient:
         extra = {k: v for k, v in body.items() if k not in ("model", "messages")}
         try:
             raw = self._openai.chat.completions.with_raw_response.create(
-                model=body["model"], messages=body["messages"], extra_body=extra,
-                extra_headers=({**HIDDEN_HEADERS, "Authorization": openai.omit} if self._no_key
-                               else HIDDEN_HEADERS))
+                model=body["model"],
+                messages=body["messages"],
+                extra_body=extra,
+                extra_headers=(
+                    {**HIDDEN_HEADERS, "Authorization": openai.omit}
+                    if self._no_key
+                    else HIDDEN_HEADERS
+                ),
+            )
         except openai.APIStatusError as exc:
             raise self._status_error(exc) from None
         except openai.APITimeoutError as exc:
-            raise self._failed(f"timeout ({_cause(exc)}: no complete answer within the "
-                               f"request's deadline of {self.deadline.seconds:g} s)") from None
+            raise self._failed(
+                f"timeout ({_cause(exc)}: no complete answer within the "
+                f"request's deadline of {self.deadline.seconds:g} s)"
+            ) from None
         except openai.APIConnectionError as exc:
             cause = exc.__cause__
-            what = (str(cause) if isinstance(cause, NotAChatCompletion)
-                    else f"connection failed ({_cause(exc)}: {cause})")
+            what = (
+                str(cause)
+                if isinstance(cause, NotAChatCompletion)
+                else f"connection failed ({_cause(exc)}: {cause})"
+            )
             raise self._failed(what) from None
         return _view(raw.parse(), raw.elapsed.total_seconds(), raw.retries_taken + 1)
 
     def _failed(self, what: str) -> ModelEndpointError:
         return ModelEndpointError(
-            f"model endpoint {self.base_url} failed after {self._sent} attempts: {what}")
+            f"model endpoint {self.base_url} failed after {self._sent} attempts: {what}"
+        )
 
     def _status_error(self, exc: openai.APIStatusError) -> Exception:
         status, text = exc.status_code, exc.response.text
@@ -210,16 +239,20 @@ class ChatClient:
             return ConfigurationError(
                 f"model endpoint {self.base_url} takes at most {m.group(1)} image(s) per prompt "
                 "(vLLM's --limit-mm-per-prompt) but the agent sends more: lower --image-budget "
-                f"or raise the server's limit ({text[:300]})")
+                f"or raise the server's limit ({text[:300]})"
+            )
         if status in (400, 404, 422):
             return HarnessRequestError(status, text[:2000])
         if status in (401, 403):
-            return ConfigurationError(f"model endpoint {self.base_url} refused the credentials "
-                                      f"(HTTP {status}): {text[:500]}")
+            return ConfigurationError(
+                f"model endpoint {self.base_url} refused the credentials "
+                f"(HTTP {status}): {text[:500]}"
+            )
         if status in (408, 409, 429) or status >= 500:
             return self._failed(f"HTTP {status}: {text[:300]}")
-        return ModelEndpointError(f"model endpoint {self.base_url} answered HTTP {status} "
-                                  f"(not retried): {text[:300]}")
+        return ModelEndpointError(
+            f"model endpoint {self.base_url} answered HTTP {status} (not retried): {text[:300]}"
+        )
 
 
 def _cause(exc: BaseException) -> str:
@@ -237,11 +270,13 @@ def _require_completion(response: httpx2.Response) -> None:
         where = ".".join(str(p) for p in first["loc"]) or "body"
         raise NotAChatCompletion(
             f"HTTP 200 with a body that is not a chat completion ({where}: {first['msg']})",
-            request=response.request) from None
+            request=response.request,
+        ) from None
     except (ValueError, RecursionError) as exc:  # not JSON, not UTF-8, nested past the limit
         raise NotAChatCompletion(
             f"HTTP 200 with a body that is not JSON ({type(exc).__name__}: {str(exc)[:120]})",
-            request=response.request) from None
+            request=response.request,
+        ) from None
 
 
 def _text(value: Any) -> str | None:
@@ -250,8 +285,9 @@ def _text(value: Any) -> str | None:
     if isinstance(value, str):
         return value
     if isinstance(value, list):  # some servers return content parts
-        return "".join(t for p in value if isinstance(p, dict)
-                       and isinstance(t := p.get("text"), str))
+        return "".join(
+            t for p in value if isinstance(p, dict) and isinstance(t := p.get("text"), str)
+        )
     return None
 
 
@@ -271,10 +307,15 @@ def _view(completion: ChatCompletion, latency: float, attempts: int) -> ChatResp
     this fail (:class:`CompletionShape` was checked on the body)."""
     choice = completion.choices[0]
     msg = choice.message
-    reasoning = (_text(getattr(msg, "reasoning_content", None))
-                 or _text(getattr(msg, "reasoning", None)))
+    reasoning = _text(getattr(msg, "reasoning_content", None)) or _text(
+        getattr(msg, "reasoning", None)
+    )
     finish = getattr(choice, "finish_reason", None)
-    return ChatResponse(content=_text(getattr(msg, "content", None)), reasoning=reasoning,
-                        usage=_usage(completion.usage),
-                        finish_reason=finish if isinstance(finish, str) else None,
-                        latency_s=latency, attempts=attempts)
+    return ChatResponse(
+        content=_text(getattr(msg, "content", None)),
+        reasoning=reasoning,
+        usage=_usage(completion.usage),
+        finish_reason=finish if isinstance(finish, str) else None,
+        latency_s=latency,
+        attempts=attempts,
+    )

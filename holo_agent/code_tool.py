@@ -41,27 +41,46 @@ def model_output(output: str, info: dict[str, Any]) -> str:
     """The tool result the model is shown: exit status, then the (cut) output."""
     status = run_status(info)
     shown, _ = truncate(output, MODEL_CHARS)
-    return f"[{info.get('language', 'code')} {status}]\n{shown}" if shown else \
-        f"[{info.get('language', 'code')} {status}, no output]"
+    return (
+        f"[{info.get('language', 'code')} {status}]\n{shown}"
+        if shown
+        else f"[{info.get('language', 'code')} {status}, no output]"
+    )
 
 
-def run_code_action(env: ComputerEnv, language: str, code: str,
-                    timeout_s: float = DEFAULT_TIMEOUT_S) -> tuple[str, dict[str, Any]]:
+def run_code_action(
+    env: ComputerEnv, language: str, code: str, timeout_s: float = DEFAULT_TIMEOUT_S
+) -> tuple[str, dict[str, Any]]:
     """Run one code action; (text for the model, the record's ``code`` entry)."""
     try:
         result = env.run_code(language, code, timeout_s=timeout_s)
     except NotImplementedError as exc:
-        info: dict[str, Any] = {"language": language, "exit_code": None, "timed_out": False,
-                                "error": str(exc)}
+        info: dict[str, Any] = {
+            "language": language,
+            "exit_code": None,
+            "timed_out": False,
+            "error": str(exc),
+        }
         text = f"[{language} not run: this environment has no code actions]"
         return text, {**info, "code": code, "output": "", "truncated": False}
     info = dict(result.info)
     recorded, cut = truncate(result.output, RECORD_CHARS)
-    entry = {**info, "language": language, "code": code, "output": recorded,
-             "output_chars": len(result.output), "truncated": cut or len(result.output) >
-             MODEL_CHARS}
+    entry = {
+        **info,
+        "language": language,
+        "code": code,
+        "output": recorded,
+        "output_chars": len(result.output),
+        "truncated": cut or len(result.output) > MODEL_CHARS,
+    }
     return model_output(result.output, {**info, "language": language}), entry
 
 
-__all__ = ["DEFAULT_TIMEOUT_S", "MODEL_CHARS", "RECORD_CHARS", "model_output", "run_code_action",
-           "truncate"]
+__all__ = [
+    "DEFAULT_TIMEOUT_S",
+    "MODEL_CHARS",
+    "RECORD_CHARS",
+    "model_output",
+    "run_code_action",
+    "truncate",
+]

@@ -107,12 +107,16 @@ class Conversation:
                 continue
             if obs_i >= keep_from:
                 middle: dict[str, Any] = {
-                    "type": "image_url", "image_url": {"url": data_url(turn.image, turn.mime)},
+                    "type": "image_url",
+                    "image_url": {"url": data_url(turn.image, turn.mime)},
                 }
             else:
                 middle = {"type": "text", "text": EVICTED}
-            parts = [{"type": "text", "text": OBS_OPEN}, middle,
-                     {"type": "text", "text": OBS_CLOSE}]
+            parts = [
+                {"type": "text", "text": OBS_OPEN},
+                middle,
+                {"type": "text", "text": OBS_CLOSE},
+            ]
             if obs_i == 0:
                 task = {"type": "text", "text": f"{TASK_OPEN}\n{self.instruction}\n{TASK_CLOSE}"}
                 parts.insert(0, task)

@@ -68,9 +68,11 @@ class RequestDeadline:
             pool = getattr(transport, "_pool", None)
             backend = getattr(pool, "_network_backend", None)
             if pool is None or not isinstance(backend, httpcore2.NetworkBackend):
-                raise RuntimeError(f"cannot bound the requests of {type(transport).__name__}: "
-                                   "httpx2 no longer keeps its pool's network backend where "
-                                   "this module expects it (holo_agent.deadline)")
+                raise RuntimeError(
+                    f"cannot bound the requests of {type(transport).__name__}: "
+                    "httpx2 no longer keeps its pool's network backend where "
+                    "this module expects it (holo_agent.deadline)"
+                )
             if not isinstance(backend, _DeadlineBackend):
                 pool._network_backend = _DeadlineBackend(backend, self)
         hooks = client.event_hooks
@@ -94,10 +96,15 @@ class _DeadlineStream(httpcore2.NetworkStream):
     def close(self) -> None:
         self._inner.close()
 
-    def start_tls(self, ssl_context: ssl.SSLContext, server_hostname: str | None = None,
-                  timeout: float | None = None) -> httpcore2.NetworkStream:
-        inner = self._inner.start_tls(ssl_context, server_hostname,
-                                      self._deadline.bound(timeout, httpcore2.ConnectTimeout))
+    def start_tls(
+        self,
+        ssl_context: ssl.SSLContext,
+        server_hostname: str | None = None,
+        timeout: float | None = None,
+    ) -> httpcore2.NetworkStream:
+        inner = self._inner.start_tls(
+            ssl_context, server_hostname, self._deadline.bound(timeout, httpcore2.ConnectTimeout)
+        )
         return _DeadlineStream(inner, self._deadline)
 
     def get_extra_info(self, info: str) -> Any:
@@ -111,21 +118,34 @@ class _DeadlineBackend(httpcore2.NetworkBackend):
         self._inner = inner
         self._deadline = deadline
 
-    def connect_tcp(self, host: str, port: int, timeout: float | None = None,
-                    local_address: str | None = None,
-                    socket_options: Iterable[httpcore2.SOCKET_OPTION] | None = None,
-                    ) -> httpcore2.NetworkStream:
+    def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[httpcore2.SOCKET_OPTION] | None = None,
+    ) -> httpcore2.NetworkStream:
         stream = self._inner.connect_tcp(
-            host, port, self._deadline.bound(timeout, httpcore2.ConnectTimeout),
-            local_address=local_address, socket_options=socket_options)
+            host,
+            port,
+            self._deadline.bound(timeout, httpcore2.ConnectTimeout),
+            local_address=local_address,
+            socket_options=socket_options,
+        )
         return _DeadlineStream(stream, self._deadline)
 
-    def connect_unix_socket(self, path: str, timeout: float | None = None,
-                            socket_options: Iterable[httpcore2.SOCKET_OPTION] | None = None,
-                            ) -> httpcore2.NetworkStream:
+    def connect_unix_socket(
+        self,
+        path: str,
+        timeout: float | None = None,
+        socket_options: Iterable[httpcore2.SOCKET_OPTION] | None = None,
+    ) -> httpcore2.NetworkStream:
         stream = self._inner.connect_unix_socket(
-            path, self._deadline.bound(timeout, httpcore2.ConnectTimeout),
-            socket_options=socket_options)
+            path,
+            self._deadline.bound(timeout, httpcore2.ConnectTimeout),
+            socket_options=socket_options,
+        )
         return _DeadlineStream(stream, self._deadline)
 
     def sleep(self, seconds: float) -> None:

@@ -26,8 +26,9 @@ class SentImage:
     env_height: int
 
 
-def prepare_image(obs: Observation, max_width: int | None = None,
-                  size: tuple[int, int] | None = None) -> SentImage:
+def prepare_image(
+    obs: Observation, max_width: int | None = None, size: tuple[int, int] | None = None
+) -> SentImage:
     """Return the image to send: the env's bytes untouched, or a proportional PNG downscale
     (``max_width``), or a resize to exactly ``size`` (a protocol's resolution, e.g. 1504x832;
     coordinates stay exact because they are normalised per axis).
@@ -38,8 +39,13 @@ def prepare_image(obs: Observation, max_width: int | None = None,
     with Image.open(io.BytesIO(obs.image)) as img:
         w, h = img.size
         if (w, h) != (obs.width, obs.height):
-            log.warning("observation says %dx%d but the image is %dx%d; using the image size",
-                        obs.width, obs.height, w, h)
+            log.warning(
+                "observation says %dx%d but the image is %dx%d; using the image size",
+                obs.width,
+                obs.height,
+                w,
+                h,
+            )
         if size is not None and (w, h) != (size[0], size[1]):
             exact = img.convert("RGB").resize((size[0], size[1]), Image.Resampling.LANCZOS)
             buf = io.BytesIO()
@@ -56,8 +62,13 @@ def prepare_image(obs: Observation, max_width: int | None = None,
 
 def extension_for(mime: str) -> str:
     """File extension for an image mime type."""
-    return {"image/png": ".png", "image/jpeg": ".jpg", "image/jpg": ".jpg",
-            "image/webp": ".webp", "image/gif": ".gif"}.get(mime.lower(), ".bin")
+    return {
+        "image/png": ".png",
+        "image/jpeg": ".jpg",
+        "image/jpg": ".jpg",
+        "image/webp": ".webp",
+        "image/gif": ".gif",
+    }.get(mime.lower(), ".bin")
 
 
 # Qwen-VL's image arithmetic (Holo3.1's family, Qwen3.5: 16-pixel patches merged 2x2, so one
@@ -67,9 +78,15 @@ QWEN_PATCH, QWEN_MERGE = 16, 2
 QWEN_MIN_PIXELS, QWEN_MAX_PIXELS = 65536, 16777216
 
 
-def qwen_image_tokens(width: int, height: int, *, patch: int = QWEN_PATCH,
-                      merge: int = QWEN_MERGE, min_pixels: int = QWEN_MIN_PIXELS,
-                      max_pixels: int = QWEN_MAX_PIXELS) -> int:
+def qwen_image_tokens(
+    width: int,
+    height: int,
+    *,
+    patch: int = QWEN_PATCH,
+    merge: int = QWEN_MERGE,
+    min_pixels: int = QWEN_MIN_PIXELS,
+    max_pixels: int = QWEN_MAX_PIXELS,
+) -> int:
     """The ``<|image_pad|>`` tokens a Qwen-VL processor gives one ``width`` x ``height`` image:
     each side rounded to a multiple of ``patch * merge``, the area scaled into
     [``min_pixels``, ``max_pixels``] keeping the aspect ratio (1920x1080: 1920x1088, 2040)."""

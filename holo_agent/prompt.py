@@ -85,4 +85,4 @@ def extract_output_format(system_prompt: str) -> str | None:
     end = system_prompt.rfind("</output_format>")
     if start < 0 or end < start:
         return None
-    return system_prompt[start + len("<output_format>"):end].strip()
+    return system_prompt[start + len("<output_format>") : end].strip()

@@ -69,13 +69,19 @@ class Recorder:
         """Append one model turn to ``traj.jsonl`` (and its reasoning to ``reasoning.jsonl``)."""
         _append_line(self.traj_path, record.model_dump(mode="json", exclude={"reasoning"}))
         if record.reasoning:
-            _append_line(self.reasoning_path, {
-                "index": record.index, "step": record.step, "reasoning": record.reasoning,
-            })
+            _append_line(
+                self.reasoning_path,
+                {
+                    "index": record.index,
+                    "step": record.step,
+                    "reasoning": record.reasoning,
+                },
+            )
 
     def finish(self, trajectory: Trajectory) -> None:
         """Write the episode summary (end, answer, error, totals)."""
         summary = trajectory.model_dump(mode="json", exclude={"steps"})
         summary["n_records"] = len(trajectory.steps)
-        atomic_write(self.task_dir / "trajectory.json",
-                     json.dumps(summary, indent=2, ensure_ascii=False))
+        atomic_write(
+            self.task_dir / "trajectory.json", json.dumps(summary, indent=2, ensure_ascii=False)
+        )

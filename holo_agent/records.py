@@ -24,8 +24,9 @@ from holo_agent.tools import CodeToolCall
 
 log = logging.getLogger(__name__)
 
-EndReason = Literal["answered", "infeasible", "max_steps", "malformed", "env_done",
-                    "context_overflow"]
+EndReason = Literal[
+    "answered", "infeasible", "max_steps", "malformed", "env_done", "context_overflow"
+]
 """How an episode ended (``env_done``: the environment itself ended it, e.g. a game over;
 ``context_overflow``: the endpoint refused the next turn, the conversation being longer than the
 model's context)."""
@@ -61,8 +62,9 @@ def _head(data: bytes, limit: int) -> str:
 def kept_output(text: str) -> KeptOutput:
     """What a record keeps of a model output ``text`` (see :class:`KeptOutput`)."""
     data = _utf8(text)
-    return KeptOutput(text=_head(data, RAW_OUTPUT_KEEP), size=len(data),
-                      sha256=hashlib.sha256(data).hexdigest())
+    return KeptOutput(
+        text=_head(data, RAW_OUTPUT_KEEP), size=len(data), sha256=hashlib.sha256(data).hexdigest()
+    )
 
 
 def kept_reasoning(reasoning: object) -> str | None:
@@ -73,8 +75,10 @@ def kept_reasoning(reasoning: object) -> str | None:
     data = _utf8(reasoning)
     if len(data) <= REASONING_KEEP:
         return _head(data, REASONING_KEEP)
-    return (_head(data, REASONING_KEEP) + f"\n[reasoning cut: {len(data)} bytes in all, the "
-            f"first {REASONING_KEEP} kept]")
+    return (
+        _head(data, REASONING_KEEP) + f"\n[reasoning cut: {len(data)} bytes in all, the "
+        f"first {REASONING_KEEP} kept]"
+    )
 
 
 _CALL: TypeAdapter[CodeToolCall] = TypeAdapter(CodeToolCall)
@@ -151,24 +155,35 @@ class StepRecord(BaseModel):
     env_size: tuple[int, int] | None = None
     reasoning: str | None = None
     raw_output: str | None = Field(
-        default=None, description=f"a malformed output's text: its first {RAW_OUTPUT_KEEP} "
-        "bytes (UTF-8, invalid bytes written \\xNN)")
+        default=None,
+        description=f"a malformed output's text: its first {RAW_OUTPUT_KEEP} "
+        "bytes (UTF-8, invalid bytes written \\xNN)",
+    )
     raw_output_size: int | None = Field(
-        default=None, description="the malformed output's full size in bytes (UTF-8)")
+        default=None, description="the malformed output's full size in bytes (UTF-8)"
+    )
     raw_output_sha256: str | None = Field(
-        default=None, description="the SHA-256 of the whole malformed output (UTF-8)")
+        default=None, description="the SHA-256 of the whole malformed output (UTF-8)"
+    )
     usage_flag: str | None = Field(
-        default=None, description="token counts the server reported that are not believable "
-        "(negative, not whole, absurd): left out of this record and of every sum")
+        default=None,
+        description="token counts the server reported that are not believable "
+        "(negative, not whole, absurd): left out of this record and of every sum",
+    )
     error: str | None = None
     env_notice: str | None = Field(
-        default=None, description="what the env noticed about this turn's screen (e.g. not "
-        "the task's size: shown fitted to it)")
+        default=None,
+        description="what the env noticed about this turn's screen (e.g. not "
+        "the task's size: shown fitted to it)",
+    )
     code: dict[str, Any] | None = Field(
-        default=None, description="a code action: language, code, output (cut at 64 KB), "
-        "exit_code, timed_out, duration_s, truncated")
+        default=None,
+        description="a code action: language, code, output (cut at 64 KB), "
+        "exit_code, timed_out, duration_s, truncated",
+    )
     harness: TurnTimes | None = Field(
-        default=None, description="the harness's own time in this turn (not the model's)")
+        default=None, description="the harness's own time in this turn (not the model's)"
+    )
 
     def keep_raw_output(self, text: str) -> None:
         """Record a malformed output: its first bytes, its size and hash (:func:`kept_output`)."""

@@ -35,9 +35,20 @@ from pathlib import Path
 from typing import Any
 
 SPECIAL_TOKENS = [
-    "<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|object_ref_start|>", "<|object_ref_end|>",
-    "<|box_start|>", "<|box_end|>", "<|quad_start|>", "<|quad_end|>", "<|vision_start|>",
-    "<|vision_end|>", "<|vision_pad|>", "<|image_pad|>", "<|video_pad|>",
+    "<|endoftext|>",
+    "<|im_start|>",
+    "<|im_end|>",
+    "<|object_ref_start|>",
+    "<|object_ref_end|>",
+    "<|box_start|>",
+    "<|box_end|>",
+    "<|quad_start|>",
+    "<|quad_end|>",
+    "<|vision_start|>",
+    "<|vision_end|>",
+    "<|vision_pad|>",
+    "<|image_pad|>",
+    "<|video_pad|>",
 ]
 # added tokens that are text to the template and parsers, not control tokens (as in the family).
 # Left out: <tool_call> and </tool_call>. vLLM's qwen3 reasoning parser takes <tool_call> as an
@@ -53,7 +64,7 @@ CORPUS = [
     '{"note": "saved", "thought": "Type the name.", "tool_call": {"tool_name": "write", '
     '"content": "hello world", "press_enter": true}}',
     '{"note": null, "thought": "Done.", "tool_call": {"tool_name": "answer", "content": "DONE"}}',
-    "<observation> </observation> <tool_output tool=\"click\"> clicked </tool_output>",
+    '<observation> </observation> <tool_output tool="click"> clicked </tool_output>',
     "You are a computer-use agent. Reply with exactly one JSON Step object.",
     "<task> Open the file and add a line. </task>",
 ]
@@ -99,11 +110,18 @@ def build_tokenizer(out: Path) -> tuple[dict[str, int], int]:
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=VOCAB_SIZE, show_progress=False,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    trainer = trainers.BpeTrainer(
+        vocab_size=VOCAB_SIZE,
+        show_progress=False,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+    )
     tok.train_from_iterator(CORPUS, trainer=trainer)
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|im_end|>",
-                                   pad_token="<|endoftext|>", model_max_length=131072)
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        eos_token="<|im_end|>",
+        pad_token="<|endoftext|>",
+        model_max_length=131072,
+    )
     fast.add_special_tokens({"additional_special_tokens": SPECIAL_TOKENS})
     fast.add_tokens(TEXT_TOKENS)
     fast.chat_template = CHAT_TEMPLATE
@@ -115,29 +133,52 @@ def model_config(ids: dict[str, int], vocab_size: int) -> dict[str, Any]:
     """The ``Qwen3_5Config`` fields of the tiny model (everything else: the class defaults)."""
     vocab = (vocab_size + 63) // 64 * 64  # padded, as the family pads its embedding
     text = {
-        "vocab_size": vocab, "hidden_size": 64, "intermediate_size": 128,
-        "num_hidden_layers": 2, "layer_types": ["linear_attention", "full_attention"],
-        "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 32,
-        "linear_key_head_dim": 128, "linear_value_head_dim": 128, "linear_num_key_heads": 1,
-        "linear_num_value_heads": 2, "linear_conv_kernel_dim": 4,
-        "max_position_embeddings": 131072, "tie_word_embeddings": False,
+        "vocab_size": vocab,
+        "hidden_size": 64,
+        "intermediate_size": 128,
+        "num_hidden_layers": 2,
+        "layer_types": ["linear_attention", "full_attention"],
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "head_dim": 32,
+        "linear_key_head_dim": 128,
+        "linear_value_head_dim": 128,
+        "linear_num_key_heads": 1,
+        "linear_num_value_heads": 2,
+        "linear_conv_kernel_dim": 4,
+        "max_position_embeddings": 131072,
+        "tie_word_embeddings": False,
         "partial_rotary_factor": 0.25,
-        "rope_parameters": {"rope_type": "default", "rope_theta": 10000000.0,
-                            "partial_rotary_factor": 0.25, "mrope_section": [2, 1, 1],
-                            "mrope_interleaved": True},
-        "eos_token_id": ids["<|im_end|>"], "bos_token_id": None,
+        "rope_parameters": {
+            "rope_type": "default",
+            "rope_theta": 10000000.0,
+            "partial_rotary_factor": 0.25,
+            "mrope_section": [2, 1, 1],
+            "mrope_interleaved": True,
+        },
+        "eos_token_id": ids["<|im_end|>"],
+        "bos_token_id": None,
         "pad_token_id": ids["<|endoftext|>"],
     }
     vision = {
-        "depth": 2, "hidden_size": 64, "intermediate_size": 128, "num_heads": 4,
-        "patch_size": 16, "spatial_merge_size": 2, "temporal_patch_size": 2,
-        "out_hidden_size": 64, "num_position_embeddings": 2304,
+        "depth": 2,
+        "hidden_size": 64,
+        "intermediate_size": 128,
+        "num_heads": 4,
+        "patch_size": 16,
+        "spatial_merge_size": 2,
+        "temporal_patch_size": 2,
+        "out_hidden_size": 64,
+        "num_position_embeddings": 2304,
     }
     return {
-        "text_config": text, "vision_config": vision,
-        "image_token_id": ids["<|image_pad|>"], "video_token_id": ids["<|video_pad|>"],
+        "text_config": text,
+        "vision_config": vision,
+        "image_token_id": ids["<|image_pad|>"],
+        "video_token_id": ids["<|video_pad|>"],
         "vision_start_token_id": ids["<|vision_start|>"],
-        "vision_end_token_id": ids["<|vision_end|>"], "tie_word_embeddings": False,
+        "vision_end_token_id": ids["<|vision_end|>"],
+        "tie_word_embeddings": False,
     }
 
 
@@ -159,9 +200,13 @@ def build_processor(out: Path) -> None:
     from transformers.models.qwen2_vl import Qwen2VLImageProcessorPil
 
     proc = Qwen2VLImageProcessorPil(
-        patch_size=16, merge_size=2, temporal_patch_size=2,
+        patch_size=16,
+        merge_size=2,
+        temporal_patch_size=2,
         size={"shortest_edge": 65536, "longest_edge": 16777216},
-        image_mean=[0.5, 0.5, 0.5], image_std=[0.5, 0.5, 0.5])
+        image_mean=[0.5, 0.5, 0.5],
+        image_std=[0.5, 0.5, 0.5],
+    )
     proc.save_pretrained(out)
     cfg = json.loads((out / "preprocessor_config.json").read_text())
     cfg["image_processor_type"] = "Qwen2VLImageProcessor"
@@ -175,17 +220,22 @@ def make(out: Path, seed: int = 0) -> dict[str, Any]:
     ids, vocab_size = build_tokenizer(out)
     params = build_model(out, ids, vocab_size, seed)
     build_processor(out)
-    gen = {"eos_token_id": [ids["<|im_end|>"], ids["<|endoftext|>"]],
-           "pad_token_id": ids["<|endoftext|>"], "temperature": 0.8, "top_p": 0.95}
+    gen = {
+        "eos_token_id": [ids["<|im_end|>"], ids["<|endoftext|>"]],
+        "pad_token_id": ids["<|endoftext|>"],
+        "temperature": 0.8,
+        "top_p": 0.95,
+    }
     (out / "generation_config.json").write_text(json.dumps(gen, indent=2) + "\n")
     size = sum(p.stat().st_size for p in out.iterdir() if p.is_file())
-    return {"dir": str(out), "parameters": params, "bytes": size, "vocab": vocab_size,
-            "seed": seed}
+    return {"dir": str(out), "parameters": params, "bytes": size, "vocab": vocab_size, "seed": seed}
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m holo_agent.tiny_model",
-                                 description="Write a tiny random-weight Holo-shaped model folder.")
+    ap = argparse.ArgumentParser(
+        prog="python -m holo_agent.tiny_model",
+        description="Write a tiny random-weight Holo-shaped model folder.",
+    )
     ap.add_argument("out", type=Path, help="the folder to write (created)")
     ap.add_argument("--seed", type=int, default=0, help="weight seed (default 0)")
     args = ap.parse_args(argv)

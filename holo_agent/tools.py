@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import copy
 import json
-from typing import Annotated, Any, Literal, NoReturn, Union
+from typing import Annotated, Any, Literal, NoReturn
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
@@ -137,17 +137,33 @@ class AnswerTool(_Tool):
 
 
 ToolCall = Annotated[
-    Union[
-        ClickTool, DoubleClickTool, RightClickTool, MoveToTool, WriteTool, PressKeyTool,
-        HotkeyTool, ScrollTool, DragTool, WaitTool, AnswerTool,
-    ],
+    ClickTool
+    | DoubleClickTool
+    | RightClickTool
+    | MoveToTool
+    | WriteTool
+    | PressKeyTool
+    | HotkeyTool
+    | ScrollTool
+    | DragTool
+    | WaitTool
+    | AnswerTool,
     Field(discriminator="tool_name"),
 ]
 """Any one tool call; ``tool_name`` is the discriminator."""
 
 TOOL_NAMES: tuple[str, ...] = (
-    "click", "double_click", "right_click", "move_to", "write", "press_key", "hotkey", "scroll",
-    "drag", "wait", "answer",
+    "click",
+    "double_click",
+    "right_click",
+    "move_to",
+    "write",
+    "press_key",
+    "hotkey",
+    "scroll",
+    "drag",
+    "wait",
+    "answer",
 )
 
 
@@ -161,10 +177,18 @@ class RunCodeTool(_Tool):
 
 
 CodeToolCall = Annotated[
-    Union[
-        ClickTool, DoubleClickTool, RightClickTool, MoveToTool, WriteTool, PressKeyTool,
-        HotkeyTool, ScrollTool, DragTool, WaitTool, AnswerTool, RunCodeTool,
-    ],
+    ClickTool
+    | DoubleClickTool
+    | RightClickTool
+    | MoveToTool
+    | WriteTool
+    | PressKeyTool
+    | HotkeyTool
+    | ScrollTool
+    | DragTool
+    | WaitTool
+    | AnswerTool
+    | RunCodeTool,
     Field(discriminator="tool_name"),
 ]
 """Any one tool call when code actions are on (GUI tools plus ``run_code``)."""
@@ -274,8 +298,9 @@ def _parse(text: str, code_actions: bool) -> Step | CodeStep:
     """The checks of :func:`parse_step`, which may raise anything (it turns all into
     :class:`StepParseError`)."""
     if len(text) > MAX_OUTPUT_CHARS:
-        raise StepParseError(f"output too long: {len(text)} characters (a Step is at most "
-                             f"{MAX_OUTPUT_CHARS})")
+        raise StepParseError(
+            f"output too long: {len(text)} characters (a Step is at most {MAX_OUTPUT_CHARS})"
+        )
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as exc:
@@ -283,7 +308,9 @@ def _parse(text: str, code_actions: bool) -> Step | CodeStep:
     try:
         data = json.loads(text, parse_constant=_no_constant, parse_float=_finite)
     except json.JSONDecodeError as exc:
-        raise StepParseError(f"invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}")
+        raise StepParseError(
+            f"invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+        ) from None
     except RecursionError:
         raise StepParseError("invalid JSON: nested too deeply") from None
     except ValueError as exc:
@@ -299,8 +326,9 @@ def _parse(text: str, code_actions: bool) -> Step | CodeStep:
     try:  # what is kept, recorded and sent back: a string holding a lone surrogate is not
         step.model_dump_json()
     except ValueError as exc:
-        raise StepParseError(f"invalid Unicode in a string of the Step "
-                             f"({printable(str(exc), 120)})") from None
+        raise StepParseError(
+            f"invalid Unicode in a string of the Step ({printable(str(exc), 120)})"
+        ) from None
     return step
 
 
@@ -317,8 +345,9 @@ def parse_step(text: object, code_actions: bool = False) -> Step | CodeStep:
     except StepParseError:
         raise
     except Exception as exc:  # noqa: BLE001 - every failure (RecursionError too) is the output's
-        raise StepParseError(f"unparseable output ({type(exc).__name__}: "
-                             f"{printable(str(exc), 120)})") from None
+        raise StepParseError(
+            f"unparseable output ({type(exc).__name__}: {printable(str(exc), 120)})"
+        ) from None
 
 
 def to_pixel(value: int, size: int) -> int:

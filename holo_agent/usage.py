@@ -63,21 +63,26 @@ def check_usage(usage: Any) -> CheckedUsage:
     if not isinstance(usage, dict):
         return CheckedUsage(flag=f"usage is not an object ({type(usage).__name__}); left out")
     details = usage.get("completion_tokens_details")
-    reasoning = (details.get("reasoning_tokens") if isinstance(details, dict) else None)
+    reasoning = details.get("reasoning_tokens") if isinstance(details, dict) else None
     if reasoning is None:
         reasoning = usage.get("reasoning_tokens")
     counts: dict[str, int | None] = {}
     problems = []
-    for name, value, cap in (("prompt", usage.get("prompt_tokens"), MAX_TOKENS),
-                             ("completion", usage.get("completion_tokens"),
-                              MAX_COMPLETION_TOKENS),
-                             ("reasoning", reasoning, MAX_COMPLETION_TOKENS)):
+    for name, value, cap in (
+        ("prompt", usage.get("prompt_tokens"), MAX_TOKENS),
+        ("completion", usage.get("completion_tokens"), MAX_COMPLETION_TOKENS),
+        ("reasoning", reasoning, MAX_COMPLETION_TOKENS),
+    ):
         counts[name], why = _count(value, cap)
         if why is not None:
             problems.append(f"{name}_tokens {_shown(value)} {why}")
     flag = ("usage " + "; ".join(problems) + ": left out of the sums") if problems else None
-    return CheckedUsage(prompt=counts["prompt"], completion=counts["completion"],
-                        reasoning=counts["reasoning"], flag=flag)
+    return CheckedUsage(
+        prompt=counts["prompt"],
+        completion=counts["completion"],
+        reasoning=counts["reasoning"],
+        flag=flag,
+    )
 
 
 __all__ = ["MAX_COMPLETION_TOKENS", "MAX_TOKENS", "CheckedUsage", "check_usage"]

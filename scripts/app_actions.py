@@ -38,30 +38,35 @@ APPS: tuple[tuple[str, str, str], ...] = (
     ("xterm", "xterm -T bench-term", "bench-term"),
 )
 
-CONFIRM = ("from Xlib import display\n"
-           "from computer_env.desktop.server.input.delivery import confirm_delivered\n"
-           "print(confirm_delivered(display.Display()))")
+CONFIRM = (
+    "from Xlib import display\n"
+    "from computer_env.desktop.server.input.delivery import confirm_delivered\n"
+    "print(confirm_delivered(display.Display()))"
+)
 
 
 def _wait_active(client: DesktopClient, word: str, timeout: float) -> str | None:
     """The active window's title once it holds ``word``; None after ``timeout`` seconds."""
 
     def title() -> str | None:
-        out = (client.execute("xdotool getactivewindow getwindowname", shell=True).output or "")
+        out = client.execute("xdotool getactivewindow getwindowname", shell=True).output or ""
         return out.strip() if word in out else None
 
     try:
-        return wait_until(title, timeout_s=timeout, what=f"a window titled {word!r}",
-                          interval_s=0.2)
+        return wait_until(
+            title, timeout_s=timeout, what=f"a window titled {word!r}", interval_s=0.2
+        )
     except NotReady:
         return None
 
 
-def measure_app(client: DesktopClient, name: str, command: str, word: str, actions: int,
-                timeout: float) -> dict[str, object]:
+def measure_app(
+    client: DesktopClient, name: str, command: str, word: str, actions: int, timeout: float
+) -> dict[str, object]:
     """One app's row: its window's title, the confirmation's answer, action times in ms."""
-    program = launched_program(SetupStep(type="launch",
-                                         parameters={"command": command, "shell": True}))
+    program = launched_program(
+        SetupStep(type="launch", parameters={"command": command, "shell": True})
+    )
     if not shutil.which(program):
         return {"app": name, "skipped": f"{program} is not installed"}
     client.launch(command, shell=True)
@@ -75,17 +80,27 @@ def measure_app(client: DesktopClient, name: str, command: str, word: str, actio
         times.append((time.perf_counter() - t) * 1000)
     answer = client.run_pyautogui(CONFIRM).output.strip().splitlines()[-1:]
     client.execute("kill $(xdotool getactivewindow getwindowpid)", shell=True)  # in the desktop
-    return {"app": name, "title": title, "confirmed": answer[0] if answer else "",
-            "median_ms": round(statistics.median(times), 1), "max_ms": round(max(times), 1)}
+    return {
+        "app": name,
+        "title": title,
+        "confirmed": answer[0] if answer else "",
+        "median_ms": round(statistics.median(times), 1),
+        "max_ms": round(max(times), 1),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="scripts/app_actions.py", description=__doc__.split("\n")[0])
     p.add_argument("--actions", type=int, default=10, help="timed actions per app (default 10)")
-    p.add_argument("--timeout", type=float, default=90.0,
-                   help="seconds an app may take until its window is active (default 90)")
-    p.add_argument("--apps", default=",".join(a[0] for a in APPS),
-                   help="comma-separated names (default: all)")
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=90.0,
+        help="seconds an app may take until its window is active (default 90)",
+    )
+    p.add_argument(
+        "--apps", default=",".join(a[0] for a in APPS), help="comma-separated names (default: all)"
+    )
     p.add_argument("--json", action="store_true", help="last line: one JSON object")
     args = p.parse_args(argv)
     if args.actions < 1:
@@ -100,12 +115,18 @@ def main(argv: list[str] | None = None) -> int:
         client = DesktopClient.from_handle(provider.start())
         for name, command, word in APPS:
             if name in wanted:
-                rows.append(measure_app(client, name, command, word, args.actions,
-                                        args.timeout))
+                rows.append(measure_app(client, name, command, word, args.actions, args.timeout))
                 row = rows[-1]
-                print(f"{name:12s} " + (f"skipped: {row['skipped']}" if "skipped" in row else
-                      f"confirmed {row['confirmed']:5s}  median {row['median_ms']:7.1f} ms  "
-                      f"max {row['max_ms']:7.1f} ms  ({row['title']})"), flush=True)
+                print(
+                    f"{name:12s} "
+                    + (
+                        f"skipped: {row['skipped']}"
+                        if "skipped" in row
+                        else f"confirmed {row['confirmed']:5s}  median {row['median_ms']:7.1f} ms  "
+                        f"max {row['max_ms']:7.1f} ms  ({row['title']})"
+                    ),
+                    flush=True,
+                )
     finally:
         provider.close()
     if args.json:

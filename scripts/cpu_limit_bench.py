@@ -21,8 +21,8 @@ import time
 from pathlib import Path
 
 from computer_env.desktop.client import DesktopClient
-from computer_env.desktop.providers.local.cgroups import session_cgroups
 from computer_env.desktop.providers.limits import DesktopLimits, host_cpus
+from computer_env.desktop.providers.local.cgroups import session_cgroups
 from computer_env.desktop.providers.local.provider import LocalSandboxProvider
 
 FORK_BOMB = ":(){ :|:& };:"
@@ -45,10 +45,14 @@ def sample(client: DesktopClient, seconds: float) -> dict[str, float]:
         latencies.append(time.monotonic() - t0)
         runnable.append(loadavg()[1])
     latencies.sort()
-    return {"shots": len(latencies), "median_ms": 1000 * statistics.median(latencies),
-            "p90_ms": 1000 * latencies[int(0.9 * (len(latencies) - 1))],
-            "max_ms": 1000 * latencies[-1], "runnable_mean": statistics.mean(runnable),
-            "load1": loadavg()[0]}
+    return {
+        "shots": len(latencies),
+        "median_ms": 1000 * statistics.median(latencies),
+        "p90_ms": 1000 * latencies[int(0.9 * (len(latencies) - 1))],
+        "max_ms": 1000 * latencies[-1],
+        "runnable_mean": statistics.mean(runnable),
+        "load1": loadavg()[0],
+    }
 
 
 def cpu_stat(provider: LocalSandboxProvider) -> dict[str, int]:
@@ -57,21 +61,30 @@ def cpu_stat(provider: LocalSandboxProvider) -> dict[str, int]:
     for d in session_cgroups(os.getpid()):
         procs = (d / "cgroup.procs").read_text().split()
         if (d / "cpu.stat").exists() and pids & {int(p) for p in procs}:
-            return {k: int(v) for k, v in (line.split() for line in
-                                           (d / "cpu.stat").read_text().splitlines())}
+            return {
+                k: int(v)
+                for k, v in (line.split() for line in (d / "cpu.stat").read_text().splitlines())
+            }
     return {}
 
 
 def show(label: str, r: dict[str, float]) -> None:
-    print(f"{label:<8} load1 {r['load1']:6.2f}  runnable {r['runnable_mean']:6.1f}  "
-          f"screenshot median {r['median_ms']:7.1f} ms  p90 {r['p90_ms']:7.1f} ms  "
-          f"max {r['max_ms']:7.1f} ms  ({r['shots']} shots)", flush=True)
+    print(
+        f"{label:<8} load1 {r['load1']:6.2f}  runnable {r['runnable_mean']:6.1f}  "
+        f"screenshot median {r['median_ms']:7.1f} ms  p90 {r['p90_ms']:7.1f} ms  "
+        f"max {r['max_ms']:7.1f} ms  ({r['shots']} shots)",
+        flush=True,
+    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--cpus", type=float, default=None,
-                        help="CPU limit of each desktop (default: the --desktop-cpus default)")
+    parser.add_argument(
+        "--cpus",
+        type=float,
+        default=None,
+        help="CPU limit of each desktop (default: the --desktop-cpus default)",
+    )
     parser.add_argument("--seconds", type=float, default=20.0, help="length of each sample")
     args = parser.parse_args()
     limits = DesktopLimits.from_values(cpus=args.cpus)

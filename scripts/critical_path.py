@@ -51,11 +51,26 @@ def run_load(run_dir: Path) -> float | None:
     return harness.get("load_mean")
 
 
-def run_suite(results: Path, name: str, workers: int, delay: float,
-              extra: list[str]) -> tuple[int, float]:
+def run_suite(
+    results: Path, name: str, workers: int, delay: float, extra: list[str]
+) -> tuple[int, float]:
     """One run of the built-in suite: (exit code, seconds)."""
-    cmd = [sys.executable, "-m", "pytest", "tests/osworld", "-q", "-p", "no:cacheprovider",
-           "-n", str(workers), "--results-dir", str(results), "--run", name, *extra]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "tests/osworld",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-n",
+        str(workers),
+        "--results-dir",
+        str(results),
+        "--run",
+        name,
+        *extra,
+    ]
     if delay > 0:
         cmd += ["--reference-faults", f"delay={delay:g}"]
     t0 = time.monotonic()
@@ -65,13 +80,17 @@ def run_suite(results: Path, name: str, workers: int, delay: float,
     return proc.returncode, time.monotonic() - t0
 
 
-def row(label: str, c: CriticalPath | None, load: tuple[float, float] | None, rc: int = 0
-        ) -> dict[str, object]:
+def row(
+    label: str, c: CriticalPath | None, load: tuple[float, float] | None, rc: int = 0
+) -> dict[str, object]:
     """One table row (a dict, for ``--json`` too); ``load``: before and after the run (None:
     a finished run read back, whose load is in its summary's harness section)."""
-    out: dict[str, object] = {"run": label, "rc": rc,
-                              "load_before": None if load is None else round(load[0], 2),
-                              "load_after": None if load is None else round(load[1], 2)}
+    out: dict[str, object] = {
+        "run": label,
+        "rc": rc,
+        "load_before": None if load is None else round(load[0], 2),
+        "load_after": None if load is None else round(load[1], 2),
+    }
     if c is not None:
         out.update(c.model_dump())
     return out
@@ -84,30 +103,41 @@ def load_text(r: dict[str, object]) -> str:
 
 
 def print_table(rows: list[dict[str, object]]) -> None:
-    head = (f"{'run':16} {'wall s':>7} {'ideal s':>7} {'ratio':>6} {'setup':>6} {'score':>6} "
-            f"{'agent':>6} {'idle':>6} {'ahead':>5}  load")
+    head = (
+        f"{'run':16} {'wall s':>7} {'ideal s':>7} {'ratio':>6} {'setup':>6} {'score':>6} "
+        f"{'agent':>6} {'idle':>6} {'ahead':>5}  load"
+    )
     print(head)
     for r in rows:
         if "wall_s" not in r:
             print(f"{r['run']:16} (no result; exit {r['rc']})")
             continue
         ratio = r["ratio"]
-        mark = "" if not isinstance(ratio, float) else (
-            " ok" if ratio <= TARGET_RATIO else " over")
-        print(f"{r['run']:16} {r['wall_s']:>7} {r['ideal_s']:>7} {ratio!s:>6} "
-              f"{r['setup_s']:>6} {r['scoring_s']:>6} {r['agent_other_s']:>6} "
-              f"{r['idle_s']:>6} {r['prepared_ahead']!s:>5}  "
-              f"{load_text(r)}{mark}")
-    print(f"(seconds per worker; ratio = wall / ideal, target <= {TARGET_RATIO}; "
-          f"{os.cpu_count()} cores)")
+        mark = "" if not isinstance(ratio, float) else (" ok" if ratio <= TARGET_RATIO else " over")
+        print(
+            f"{r['run']:16} {r['wall_s']:>7} {r['ideal_s']:>7} {ratio!s:>6} "
+            f"{r['setup_s']:>6} {r['scoring_s']:>6} {r['agent_other_s']:>6} "
+            f"{r['idle_s']:>6} {r['prepared_ahead']!s:>5}  "
+            f"{load_text(r)}{mark}"
+        )
+    print(
+        f"(seconds per worker; ratio = wall / ideal, target <= {TARGET_RATIO}; "
+        f"{os.cpu_count()} cores)"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workers", default="1,2", help="xdist worker counts, e.g. 1,2")
     parser.add_argument("--delays", default="1.5,0", help="model delays in seconds")
-    parser.add_argument("--from", dest="runs", type=Path, nargs="*", default=None,
-                        help="read these finished run folders instead of running")
+    parser.add_argument(
+        "--from",
+        dest="runs",
+        type=Path,
+        nargs="*",
+        default=None,
+        help="read these finished run folders instead of running",
+    )
     parser.add_argument("--results-dir", type=Path, default=None)
     parser.add_argument("--json", action="store_true", help="last line: the rows as JSON")
     parser.add_argument("pytest_args", nargs="*", help="extra pytest arguments (after --)")

@@ -30,8 +30,13 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-TARGETS = {"non_model_s": 0.15, "setup_median_s": 2.0, "worker_rss_mib": 160.0,
-           "screenshot_png_ms": 10.0, "screenshot_jpeg_ms": 10.0}
+TARGETS = {
+    "non_model_s": 0.15,
+    "setup_median_s": 2.0,
+    "worker_rss_mib": 160.0,
+    "screenshot_png_ms": 10.0,
+    "screenshot_jpeg_ms": 10.0,
+}
 
 
 def _children(pid: int) -> list[int]:
@@ -94,16 +99,32 @@ class WorkerMemory:
         return max(self.peak.values()) if self.peak else None
 
 
-def run_suite(results_dir: Path, name: str, smoke: bool, workers: int,
-              extra: list[str]) -> tuple[int, float | None, float]:
+def run_suite(
+    results_dir: Path, name: str, smoke: bool, workers: int, extra: list[str]
+) -> tuple[int, float | None, float]:
     """One suite run: (exit code, peak worker RSS in MiB, seconds)."""
-    cmd = [sys.executable, "-m", "pytest", "tests/osworld", "-q", "-p", "no:cacheprovider",
-           "-n", str(workers), "--results-dir", str(results_dir), "--run", name, *extra]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "tests/osworld",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-n",
+        str(workers),
+        "--results-dir",
+        str(results_dir),
+        "--run",
+        name,
+        *extra,
+    ]
     if smoke:
         cmd += ["-m", "smoke"]
     t0 = time.monotonic()
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True)
+    proc = subprocess.Popen(
+        cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
     memory = WorkerMemory(proc.pid)
     output, _ = proc.communicate()
     peak = memory.stop()
@@ -127,13 +148,20 @@ def setup_times(run_dir: Path) -> tuple[list[float], list[float], list[float]]:
 
 def bench_screenshots(runs: int) -> dict[str, float]:
     """PNG and JPEG medians (ms) from ``python -m computer_env.desktop.bench``."""
-    proc = subprocess.run([sys.executable, "-m", "computer_env.desktop.bench", "--runs",
-                           str(runs), "--json"], cwd=ROOT, capture_output=True, text=True,
-                          check=False, timeout=900)
+    proc = subprocess.run(
+        [sys.executable, "-m", "computer_env.desktop.bench", "--runs", str(runs), "--json"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=900,
+    )
     last = (proc.stdout.strip().splitlines() or ["{}"])[-1]
     data = json.loads(last) if last.startswith("{") else {}
-    return {"screenshot_png_ms": data.get("screenshot_png_ms_p50", float("nan")),
-            "screenshot_jpeg_ms": data.get("screenshot_jpeg_ms_p50", float("nan"))}
+    return {
+        "screenshot_png_ms": data.get("screenshot_png_ms_p50", float("nan")),
+        "screenshot_jpeg_ms": data.get("screenshot_jpeg_ms_p50", float("nan")),
+    }
 
 
 def _load() -> float:
@@ -146,8 +174,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=1, help="xdist workers (default 1)")
     parser.add_argument("--bench", action="store_true", help="also time screenshots")
     parser.add_argument("--bench-runs", type=int, default=20)
-    parser.add_argument("--results-dir", type=Path, default=None,
-                        help="where the run's results go (default: a temporary folder)")
+    parser.add_argument(
+        "--results-dir",
+        type=Path,
+        default=None,
+        help="where the run's results go (default: a temporary folder)",
+    )
     parser.add_argument("--json", action="store_true", help="last line: one JSON object")
     parser.add_argument("pytest_args", nargs="*", help="extra pytest arguments (after --)")
     args = parser.parse_args(argv)
@@ -155,17 +187,28 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="harness-overhead-") as tmp:
         results = args.results_dir or Path(tmp)
         name = time.strftime("overhead-%Y%m%d-%H%M%S")
-        rc, peak, seconds = run_suite(results, name, not args.all, args.workers,
-                                      args.pytest_args)
+        rc, peak, seconds = run_suite(results, name, not args.all, args.workers, args.pytest_args)
         summary_path = results / name / "summary.json"
         summary = json.loads(summary_path.read_text()) if summary_path.is_file() else {}
         setups, resets, settles = setup_times(results / name)
-    out: dict[str, float | int | None] = {"rc": rc, "suite_s": round(seconds, 1),
-                                           "cores": os.cpu_count() or 1,
-                                           "load_before": round(load_before, 2)}
+    out: dict[str, float | int | None] = {
+        "rc": rc,
+        "suite_s": round(seconds, 1),
+        "cores": os.cpu_count() or 1,
+        "load_before": round(load_before, 2),
+    }
     h = summary.get("harness") or {}
-    for key in ("turns", "model_s", "non_model_s", "settle_s", "action_s", "observe_s",
-                "record_s", "load_mean", "load_max"):
+    for key in (
+        "turns",
+        "model_s",
+        "non_model_s",
+        "settle_s",
+        "action_s",
+        "observe_s",
+        "record_s",
+        "load_mean",
+        "load_max",
+    ):
         out[key] = h.get(key)
     out["setup_median_s"] = round(statistics.median(setups), 3) if setups else None
     out["setup_max_s"] = round(max(setups), 3) if setups else None
@@ -175,17 +218,23 @@ def main(argv: list[str] | None = None) -> int:
     if args.bench:
         out.update(bench_screenshots(args.bench_runs))
     out["load_after"] = round(_load(), 2)
-    print(f"harness overhead ({'all built-in tasks' if args.all else 'smoke'}, "
-          f"-n {args.workers}, {out['cores']} cores, load {load_before:.1f} -> "
-          f"{out['load_after']:.1f}; run exit {rc}, {seconds:.0f} s)")
+    print(
+        f"harness overhead ({'all built-in tasks' if args.all else 'smoke'}, "
+        f"-n {args.workers}, {out['cores']} cores, load {load_before:.1f} -> "
+        f"{out['load_after']:.1f}; run exit {rc}, {seconds:.0f} s)"
+    )
     for key, value in out.items():
         if key in ("rc", "suite_s", "cores", "load_before", "load_after"):
             continue
         target = TARGETS.get(key)
-        mark = "" if target is None or value is None else \
-            f"  target <= {target:g} {'ok' if value <= target else 'MISSED'}"
-        shown = "—" if value is None else (f"{value:.3f}" if isinstance(value, float)
-                                           else str(value))
+        mark = (
+            ""
+            if target is None or value is None
+            else f"  target <= {target:g} {'ok' if value <= target else 'MISSED'}"
+        )
+        shown = (
+            "—" if value is None else (f"{value:.3f}" if isinstance(value, float) else str(value))
+        )
         print(f"  {key:20} {shown:>10}{mark}")
     if args.json:
         print(json.dumps(out))

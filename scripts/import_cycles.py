@@ -28,8 +28,11 @@ def module_circles(graph: grimp.ImportGraph) -> list[list[str]]:
     nodes = sorted(graph.modules)
     edges: dict[str, list[str]] = {}
     for m in nodes:
-        edges[m] = sorted(d for d in graph.find_modules_directly_imported_by(m)
-                          if d in graph.modules and not m.startswith(d + "."))
+        edges[m] = sorted(
+            d
+            for d in graph.find_modules_directly_imported_by(m)
+            if d in graph.modules and not m.startswith(d + ".")
+        )
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     on_stack: set[str] = set()
@@ -84,11 +87,15 @@ def main() -> int:
     for group in gone:
         print("known import circle gone (drop it from KNOWN):", " <-> ".join(group))
     if new or gone:
-        print(f"{len(new)} new import circle(s) between modules, {len(gone)} known one(s) gone",
-              file=sys.stderr)
+        print(
+            f"{len(new)} new import circle(s) between modules, {len(gone)} known one(s) gone",
+            file=sys.stderr,
+        )
         return 1
-    print(f"no import circle between the modules of {', '.join(PACKAGES)}"
-          + (f" but the {len(circles)} known" if circles else ""))
+    print(
+        f"no import circle between the modules of {', '.join(PACKAGES)}"
+        + (f" but the {len(circles)} known" if circles else "")
+    )
     return 0
 
 

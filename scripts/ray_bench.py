@@ -75,15 +75,19 @@ def measure(name: str, opts: ProviderOptions, runs: int) -> dict[str, float]:
             client.capabilities()
             png = _median_ms(lambda: client.screenshot("png"), runs * 4)
             jpeg = _median_ms(lambda: client.screenshot("jpeg"), runs * 4)
-            click = _median_ms(lambda: client.run_pyautogui("pyautogui.click(200, 200)"),
-                               runs * 4)
+            click = _median_ms(lambda: client.run_pyautogui("pyautogui.click(200, 200)"), runs * 4)
         where = getattr(provider, "where", {}) or {}
     finally:
         provider.close()
-    out = {"start_s_p50": statistics.median(starts), "start_s_max": max(starts),
-           "reset_s_p50": statistics.median(resets), "screenshot_png_ms": png,
-           "screenshot_jpeg_ms": jpeg, "click_fast_ms": click,
-           "turn_client_ms": png + click}
+    out = {
+        "start_s_p50": statistics.median(starts),
+        "start_s_max": max(starts),
+        "reset_s_p50": statistics.median(resets),
+        "screenshot_png_ms": png,
+        "screenshot_jpeg_ms": jpeg,
+        "click_fast_ms": click,
+        "turn_client_ms": png + click,
+    }
     if where:
         out["node"] = where.get("node_ip")  # type: ignore[assignment]
     return out
@@ -103,8 +107,9 @@ def actor_only(address: str, runs: int) -> float:
     times = []
     for _ in range(runs):
         t0 = time.perf_counter()
-        actor = cls.options(num_cpus=0, resources={"desktop": 1},
-                            scheduling_strategy="SPREAD").remote()
+        actor = cls.options(
+            num_cpus=0, resources={"desktop": 1}, scheduling_strategy="SPREAD"
+        ).remote()
         ray.get(actor.ping.remote(), timeout=120)
         times.append(time.perf_counter() - t0)
         ray.kill(actor)
@@ -113,21 +118,46 @@ def actor_only(address: str, runs: int) -> float:
 
 def suite(provider_args: list[str], tmp: Path, run: str) -> dict[str, float]:
     """The smoke suite with ``-n 1``: harness time per turn and the cases' median reset."""
-    cmd = [sys.executable, "-m", "pytest", "tests/osworld", "-m", "smoke", "-n", "1", "-q",
-           "--spare-desktop", "off",  # the same reset path on both (auto differs by provider)
-           "--results-dir", str(tmp), "--run", run, "-p", "no:cacheprovider", *provider_args]
-    res = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=900,
-                         start_new_session=True)
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "tests/osworld",
+        "-m",
+        "smoke",
+        "-n",
+        "1",
+        "-q",
+        "--spare-desktop",
+        "off",  # the same reset path on both (auto differs by provider)
+        "--results-dir",
+        str(tmp),
+        "--run",
+        run,
+        "-p",
+        "no:cacheprovider",
+        *provider_args,
+    ]
+    res = subprocess.run(
+        cmd, cwd=ROOT, capture_output=True, text=True, timeout=900, start_new_session=True
+    )
     if res.returncode != 0:
         raise SystemExit(f"{run}: the suite failed:\n{res.stdout[-3000:]}{res.stderr[-2000:]}")
     summary = json.loads((tmp / run / "summary.json").read_text())
-    resets = [json.loads(p.read_text())["timings"]["reset_s"]
-              for p in (tmp / run).rglob("result.json")]
+    resets = [
+        json.loads(p.read_text())["timings"]["reset_s"] for p in (tmp / run).rglob("result.json")
+    ]
     h = summary["harness"]
-    return {"turns": h["turns"], "non_model_s": h["non_model_s"], "settle_s": h["settle_s"],
-            "action_s": h["action_s"], "observe_s": h["observe_s"],
-            "case_reset_s_p50": statistics.median(resets), "wall_s": summary["run"]["wall_s"],
-            "load_mean": h.get("load_mean", 0.0)}
+    return {
+        "turns": h["turns"],
+        "non_model_s": h["non_model_s"],
+        "settle_s": h["settle_s"],
+        "action_s": h["action_s"],
+        "observe_s": h["observe_s"],
+        "case_reset_s_p50": statistics.median(resets),
+        "wall_s": summary["run"]["wall_s"],
+        "load_mean": h.get("load_mean", 0.0),
+    }
 
 
 def main() -> int:
@@ -135,8 +165,12 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--ray-address", default=None)
     ap.add_argument("--suite", action="store_true", help="also run the smoke suite on each")
-    ap.add_argument("--rounds", type=int, default=2,
-                    help="suite runs per provider, alternating (medians reported)")
+    ap.add_argument(
+        "--rounds",
+        type=int,
+        default=2,
+        help="suite runs per provider, alternating (medians reported)",
+    )
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     cluster = None
@@ -148,8 +182,11 @@ def main() -> int:
         cluster = TwoNodeCluster(desktops=4, head_desktops=0).start()
         address = cluster.address
     try:
-        out: dict[str, Any] = {"runs": args.runs, "cores": os.cpu_count(),
-                               "load_1m_before": os.getloadavg()[0]}
+        out: dict[str, Any] = {
+            "runs": args.runs,
+            "cores": os.cpu_count(),
+            "load_1m_before": os.getloadavg()[0],
+        }
         base = ProviderOptions(screen=SCREEN, run_id="bench", ray_address=address)
         out["local"] = measure("local", base, args.runs)
         out["ray"] = measure("ray", base, args.runs)
@@ -159,8 +196,9 @@ def main() -> int:
             with tempfile.TemporaryDirectory(prefix="raybench") as tmp:
                 for n in range(args.rounds):  # alternating, so a busy spell hits both
                     runs["suite_local"].append(suite([], Path(tmp), f"local{n}"))
-                    runs["suite_ray"].append(suite(
-                        ["--provider", "ray", "--ray-address", address], Path(tmp), f"ray{n}"))
+                    runs["suite_ray"].append(
+                        suite(["--provider", "ray", "--ray-address", address], Path(tmp), f"ray{n}")
+                    )
             for key, rows in runs.items():
                 out[key] = {k: statistics.median(r[k] for r in rows) for k in rows[0]}
         out["load_1m_after"] = os.getloadavg()[0]
@@ -174,11 +212,13 @@ def main() -> int:
         if isinstance(values, dict):
             print(f"[{section}]")
             for key, value in values.items():
-                print(f"  {key:22} {value:.4g}" if isinstance(value, float)
-                      else f"  {key:22} {value}")
+                print(
+                    f"  {key:22} {value:.4g}" if isinstance(value, float) else f"  {key:22} {value}"
+                )
         else:
-            print(f"{section}: {values:.3g}" if isinstance(values, float) else
-                  f"{section}: {values}")
+            print(
+                f"{section}: {values:.3g}" if isinstance(values, float) else f"{section}: {values}"
+            )
     return 0
 
 

@@ -22,30 +22,30 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from computer_env.base import KeyPress  # noqa: E402
 from computer_env.realtimegym import GameComputerEnv, ReferencePlayer  # noqa: E402
 from computer_env.realtimegym.backend import RealtimeGymBackend  # noqa: E402
-from computer_env.realtimegym.scores.bounds import ExpertScores, SeedScores  # noqa: E402
-from computer_env.realtimegym.scores.ceiling import overcooked_ceiling, snake_ceiling  # noqa: E402
+from computer_env.realtimegym.games import GAMES, LOADS, SEEDS  # noqa: E402
 from computer_env.realtimegym.players.expert import (  # noqa: E402
     OVERCOOKED_HORIZON,
     OVERCOOKED_WIDTH,
     SNAKE_BEAM,
     expert_plan,
 )
-from computer_env.realtimegym.games import GAMES, LOADS, SEEDS  # noqa: E402
+from computer_env.realtimegym.scores.bounds import ExpertScores, SeedScores  # noqa: E402
+from computer_env.realtimegym.scores.ceiling import overcooked_ceiling, snake_ceiling  # noqa: E402
 
 METHOD = {
     "expert": "computer_env/realtimegym/players/expert.py: Freeway breadth-first search over (turn, "
-              "row); Snake beam search over whole episodes; Overcooked "
-              "(computer_env/realtimegym/players/expert_overcooked.py) beam search over "
-              "macro-actions (walk to a tile and interact), games ranked by rollouts of the "
-              "reference cook. Each searches copies of RealtimeGym's "
-              "own game; the score is its moves replayed on a fresh game of the seed.",
+    "row); Snake beam search over whole episodes; Overcooked "
+    "(computer_env/realtimegym/players/expert_overcooked.py) beam search over "
+    "macro-actions (walk to a tile and interact), games ranked by rollouts of the "
+    "reference cook. Each searches copies of RealtimeGym's "
+    "own game; the score is its moves replayed on a fresh game of the seed.",
     "ceiling": "computer_env/realtimegym/scores/ceiling.py: Freeway = the exact search above; Snake "
-               "= exact search of a body-free snake, at most the free cells less the start "
-               "cell (36 - obstacles - 1); Overcooked = exact search of the agent's "
-               "chef with free onions, pots ready the cooking time after each soup, no "
-               "blocking partner.",
+    "= exact search of a body-free snake, at most the free cells less the start "
+    "cell (36 - obstacles - 1); Overcooked = exact search of the agent's "
+    "chef with free onions, pots ready the cooking time after each soup, no "
+    "blocking partner.",
     "reference": "the rule-based reference player (computer_env/realtimegym/players/reference.py) "
-                 "in turn pacing.",
+    "in turn pacing.",
     "made_by": "scripts/realtimegym_expert.py",
 }
 
@@ -95,25 +95,41 @@ def ceiling(game: str, load: str, seed: int, expert: float) -> float:
 
         recipe = Recipe(("onion",) * 3)
         me = backend.raw.gym_env.base_env.state.players[0]
-        return float(overcooked_ceiling(backend.raw.gym_env.base_mdp, tuple(me.position),
-                                        tuple(me.orientation), serve_r=recipe.value,
-                                        cook=recipe.time))
+        return float(
+            overcooked_ceiling(
+                backend.raw.gym_env.base_mdp,
+                tuple(me.position),
+                tuple(me.orientation),
+                serve_r=recipe.value,
+                cook=recipe.time,
+            )
+        )
     finally:
         backend.close()
 
 
-def score_case(game: str, load: str, seed: int, beam: int, width: int,
-               horizon: int) -> SeedScores:
+def score_case(game: str, load: str, seed: int, beam: int, width: int, horizon: int) -> SeedScores:
     """Everything recorded for one case."""
     backend = fresh(game, load, seed)
     try:
-        moves = "".join(expert_plan(game, backend.raw, snake_beam=beam,
-                                    overcooked_width=width, overcooked_horizon=horizon))
+        moves = "".join(
+            expert_plan(
+                game,
+                backend.raw,
+                snake_beam=beam,
+                overcooked_width=width,
+                overcooked_horizon=horizon,
+            )
+        )
     finally:
         backend.close()
     expert = replay(game, load, seed, moves)
-    return SeedScores(expert=expert, ceiling=ceiling(game, load, seed, expert),
-                      reference=reference_score(game, load, seed), moves=moves)
+    return SeedScores(
+        expert=expert,
+        ceiling=ceiling(game, load, seed, expert),
+        reference=reference_score(game, load, seed),
+        moves=moves,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -122,12 +138,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--loads", default=",".join(LOADS))
     ap.add_argument("--seeds", default=",".join(map(str, SEEDS)))
     ap.add_argument("--snake-beam", type=int, default=SNAKE_BEAM)
-    ap.add_argument("--width", type=int, default=OVERCOOKED_WIDTH,
-                    help="Overcooked: games kept per turn by the beam search")
-    ap.add_argument("--horizon", type=int, default=OVERCOOKED_HORIZON,
-                    help="Overcooked: turns of the reference cook that rank a game")
-    ap.add_argument("--out", type=Path,
-                    help="write the JSON table here (entries of other cases already in it stay)")
+    ap.add_argument(
+        "--width",
+        type=int,
+        default=OVERCOOKED_WIDTH,
+        help="Overcooked: games kept per turn by the beam search",
+    )
+    ap.add_argument(
+        "--horizon",
+        type=int,
+        default=OVERCOOKED_HORIZON,
+        help="Overcooked: turns of the reference cook that rank a game",
+    )
+    ap.add_argument(
+        "--out",
+        type=Path,
+        help="write the JSON table here (entries of other cases already in it stay)",
+    )
     args = ap.parse_args(argv)
     cases: dict[str, dict[str, dict[str, SeedScores]]] = {}
     if args.out and args.out.is_file():  # regenerate only the selected cases
@@ -144,14 +171,22 @@ def main(argv: list[str] | None = None) -> int:
                     entry = score_case(game, load, seed, args.snake_beam, args.width, args.horizon)
                 done = entry
                 cases.setdefault(game, {}).setdefault(load, {})[str(seed)] = entry
-                print(f"{game}/{load}/seed{seed:<8}{entry.reference:>9g}{entry.expert:>8g}"
-                      f"{entry.ceiling:>9g}{entry.reference / entry.expert:>12.2f}"
-                      f"{time.monotonic() - start:>7.1f}", flush=True)
+                print(
+                    f"{game}/{load}/seed{seed:<8}{entry.reference:>9g}{entry.expert:>8g}"
+                    f"{entry.ceiling:>9g}{entry.reference / entry.expert:>12.2f}"
+                    f"{time.monotonic() - start:>7.1f}",
+                    flush=True,
+                )
     if args.out:
-        table = ExpertScores(method=METHOD, settings={"snake_beam": args.snake_beam,
-                                                      "overcooked_width": args.width,
-                                                      "overcooked_horizon": args.horizon},
-                             cases=cases)
+        table = ExpertScores(
+            method=METHOD,
+            settings={
+                "snake_beam": args.snake_beam,
+                "overcooked_width": args.width,
+                "overcooked_horizon": args.horizon,
+            },
+            cases=cases,
+        )
         args.out.write_text(json.dumps(table.model_dump(), indent=1) + "\n")
     return 0
 

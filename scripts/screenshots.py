@@ -28,8 +28,12 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = "/usr/bin/chromium"
-TASKS = ("os/os-create-report-file", "text_editor/text-editor-sort-names",
-         "libreoffice_calc/calc-line-totals", "chrome/chrome-search-teapot")
+TASKS = (
+    "os/os-create-report-file",
+    "text_editor/text-editor-sort-names",
+    "libreoffice_calc/calc-line-totals",
+    "chrome/chrome-search-teapot",
+)
 VIEWPORT = {"width": 1280, "height": 820}
 
 
@@ -56,8 +60,9 @@ def a_worker_playing(url: str) -> bool:
         workers = status(url)["workers"]
     except OSError:
         return False
-    playing = [w for w in workers
-               if w.get("screen_url") and w.get("phase") == "agent" and w.get("thought")]
+    playing = [
+        w for w in workers if w.get("screen_url") and w.get("phase") == "agent" and w.get("thought")
+    ]
     return len(playing) >= min(2, len(workers) or 1)
 
 
@@ -80,18 +85,25 @@ def shrink(png: Path) -> None:
     from PIL import Image
 
     with Image.open(png) as im:
-        small = im.convert("RGB").quantize(colors=256, method=Image.Quantize.MEDIANCUT,
-                                           dither=Image.Dither.NONE)
+        small = im.convert("RGB").quantize(
+            colors=256, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE
+        )
     small.save(png, optimize=True)
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python scripts/screenshots.py",
-                                 description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(
+        prog="python scripts/screenshots.py", description=__doc__.split("\n\n")[0]
+    )
     ap.add_argument("--out", type=Path, default=ROOT / "docs" / "_static" / "screenshots")
     ap.add_argument("--workers", type=int, default=2, help="xdist workers (default 2)")
-    ap.add_argument("--task", action="append", default=None, metavar="DOMAIN/ID",
-                    help=f"a built-in task to run (repeatable; default: {', '.join(TASKS)})")
+    ap.add_argument(
+        "--task",
+        action="append",
+        default=None,
+        metavar="DOMAIN/ID",
+        help=f"a built-in task to run (repeatable; default: {', '.join(TASKS)})",
+    )
     ap.add_argument("--results-dir", type=Path, default=ROOT / "results" / "docs-screenshots")
     args = ap.parse_args(argv)
     if not Path(CHROMIUM).exists():
@@ -109,37 +121,82 @@ def main(argv: list[str] | None = None) -> int:
         task_list = args.results_dir / "screenshot-tasks.json"  # named in the report
         task_list.write_text(json.dumps(tasks))
         log_path = Path(tmp) / "run.log"
-        cmd = [sys.executable, "-m", "pytest", "tests/osworld", "-n", str(args.workers), "-v",
-               "--task-list", _shown(task_list), "--watch", "--reference-faults", "delay=1",
-               "--results-dir", _shown(args.results_dir), "--run", run]
+        cmd = [
+            sys.executable,
+            "-m",
+            "pytest",
+            "tests/osworld",
+            "-n",
+            str(args.workers),
+            "-v",
+            "--task-list",
+            _shown(task_list),
+            "--watch",
+            "--reference-faults",
+            "delay=1",
+            "--results-dir",
+            _shown(args.results_dir),
+            "--run",
+            run,
+        ]
         print("screenshots: running", " ".join(cmd[2:]), flush=True)
         with log_path.open("wb") as log:
-            child = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
-                                     start_new_session=True)
+            child = subprocess.Popen(
+                cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            )
         try:
             with sync_playwright() as pw:
-                browser = pw.chromium.launch(executable_path=CHROMIUM, args=[
-                    "--no-sandbox", "--disable-gpu", "--no-first-run",
-                    "--disable-background-networking", "--disable-component-update",
-                    "--disable-sync"])
+                browser = pw.chromium.launch(
+                    executable_path=CHROMIUM,
+                    args=[
+                        "--no-sandbox",
+                        "--disable-gpu",
+                        "--no-first-run",
+                        "--disable-background-networking",
+                        "--disable-component-update",
+                        "--disable-sync",
+                    ],
+                )
                 try:
                     page = browser.new_page(viewport=VIEWPORT)
-                    url = wait_until("watch URL in the run's header", lambda: (
-                        m := re.search(r"watch the run: (http://127\.0\.0\.1:\d+/)",
-                                       log_path.read_text(errors="replace"))) and m.group(1),
-                        180, child)
-                    wait_until("worker at play on the watch page",
-                               lambda: a_worker_playing(url), 300, child)
+                    url = wait_until(
+                        "watch URL in the run's header",
+                        lambda: (
+                            (
+                                m := re.search(
+                                    r"watch the run: (http://127\.0\.0\.1:\d+/)",
+                                    log_path.read_text(errors="replace"),
+                                )
+                            )
+                            and m.group(1)
+                        ),
+                        180,
+                        child,
+                    )
+                    wait_until(
+                        "worker at play on the watch page",
+                        lambda: a_worker_playing(url),
+                        300,
+                        child,
+                    )
                     page.goto(url)
                     page.wait_for_function(
                         "[...document.querySelectorAll('.worker img')]"
-                        ".some(i => i.naturalWidth > 0)", timeout=30_000)
+                        ".some(i => i.naturalWidth > 0)",
+                        timeout=30_000,
+                    )
                     time.sleep(1.5)  # the page's next refresh: every worker's latest screen
                     box = page.locator("#workers").bounding_box()
                     assert box is not None
-                    page.screenshot(path=str(args.out / "watch.png"), clip={
-                        "x": 0, "y": 0, "width": min(VIEWPORT["width"], box["x"] + box["width"] + 16),
-                        "height": min(VIEWPORT["height"], box["y"] + box["height"] + 16)})
+                    page.screenshot(
+                        path=str(args.out / "watch.png"),
+                        clip={
+                            "x": 0,
+                            "y": 0,
+                            "width": min(VIEWPORT["width"], box["x"] + box["width"] + 16),
+                            "height": min(VIEWPORT["height"], box["y"] + box["height"] + 16),
+                        },
+                    )
                     print("screenshots: watch.png", flush=True)
                     if child.wait(timeout=900) != 0:
                         print(log_path.read_text(errors="replace")[-3000:], file=sys.stderr)
@@ -152,23 +209,36 @@ def main(argv: list[str] | None = None) -> int:
                     top = page.locator("h2", has_text="Summary").first.bounding_box()
                     end = page.locator("#results-table").bounding_box()
                     assert top is not None and end is not None
-                    page.screenshot(path=str(args.out / "report.png"), full_page=True, clip={
-                        "x": 0, "y": top["y"] - 8, "width": VIEWPORT["width"],
-                        "height": end["y"] + end["height"] + 8 - (top["y"] - 8)})
+                    page.screenshot(
+                        path=str(args.out / "report.png"),
+                        full_page=True,
+                        clip={
+                            "x": 0,
+                            "y": top["y"] - 8,
+                            "width": VIEWPORT["width"],
+                            "height": end["y"] + end["height"] + 8 - (top["y"] - 8),
+                        },
+                    )
                     print("screenshots: report.png", flush=True)
                     # a replay at a step where the model clicked (the page marks the point),
                     # else the case with the most steps; its folded sections folded
                     cases = [p.parent for p in run_dir.rglob("replay.html")]
                     clicked = [(c, n) for c in cases if (n := click_step(c)) is not None]
-                    case, step = clicked[0] if clicked else (
-                        max(cases, key=lambda c: len(list(c.glob("step_*.png")))), 0)
+                    case, step = (
+                        clicked[0]
+                        if clicked
+                        else (max(cases, key=lambda c: len(list(c.glob("step_*.png")))), 0)
+                    )
                     page.goto((case / "replay.html").as_uri())
                     page.wait_for_load_state("load")
-                    page.evaluate("document.querySelectorAll('details')"
-                                  ".forEach(d => d.open = false)")
+                    page.evaluate(
+                        "document.querySelectorAll('details').forEach(d => d.open = false)"
+                    )
                     if step:
-                        page.evaluate(f"document.querySelector('#step-{step}')"
-                                      ".scrollIntoView(); window.scrollBy(0, -130)")
+                        page.evaluate(
+                            f"document.querySelector('#step-{step}')"
+                            ".scrollIntoView(); window.scrollBy(0, -130)"
+                        )
                     page.screenshot(path=str(args.out / "replay.png"))
                     print(f"screenshots: replay.png ({case.name}, step {step})", flush=True)
                 finally:

@@ -25,9 +25,16 @@ from dataclasses import dataclass, field
 
 #: OSWorld-Verified task counts per domain (test_all.json) and a relative duration per domain.
 DOMAINS: dict[str, tuple[int, float]] = {
-    "chrome": (46, 0.9), "gimp": (26, 1.0), "libreoffice_calc": (47, 1.2),
-    "libreoffice_impress": (47, 1.1), "libreoffice_writer": (23, 1.0), "multi_apps": (101, 1.5),
-    "os": (24, 0.6), "thunderbird": (15, 0.9), "vlc": (17, 0.8), "vs_code": (23, 0.9),
+    "chrome": (46, 0.9),
+    "gimp": (26, 1.0),
+    "libreoffice_calc": (47, 1.2),
+    "libreoffice_impress": (47, 1.1),
+    "libreoffice_writer": (23, 1.0),
+    "multi_apps": (101, 1.5),
+    "os": (24, 0.6),
+    "thunderbird": (15, 0.9),
+    "vlc": (17, 0.8),
+    "vs_code": (23, 0.9),
 }
 
 
@@ -68,8 +75,9 @@ class Task:
     setup_s: float
     estimate: float = 0.0  # the scheduler's duration estimate (noisy)
 
-    def base_duration(self, latency_s: float, env_factor: float = 1.0,
-                      step_s: float = 0.0) -> float:
+    def base_duration(
+        self, latency_s: float, env_factor: float = 1.0, step_s: float = 0.0
+    ) -> float:
         """Seconds at an idle endpoint (no contention), without the reset."""
         return self.setup_s + self.steps * (latency_s + self.env_s * env_factor + step_s)
 
@@ -84,12 +92,19 @@ class Model:
     slope: float = 0.02
 
     def latency(self, concurrent: int) -> float:
-        return self.latency_s * max(1.0 + self.slope * (concurrent - 1),
-                                    concurrent / self.saturation)
+        return self.latency_s * max(
+            1.0 + self.slope * (concurrent - 1), concurrent / self.saturation
+        )
 
 
-def make_tasks(seed: int, n: int = 369, *, median_min: float = 4.0, sigma: float = 0.55,
-               estimate_noise: float = 0.5) -> list[Task]:
+def make_tasks(
+    seed: int,
+    n: int = 369,
+    *,
+    median_min: float = 4.0,
+    sigma: float = 0.55,
+    estimate_noise: float = 0.5,
+) -> list[Task]:
     """Draw tasks: duration lognormal (most 2-8 min, tail to 30 min), 5-100 steps."""
     rng = random.Random(seed)
     counts = {d: c for d, (c, _) in DOMAINS.items()}
@@ -106,8 +121,16 @@ def make_tasks(seed: int, n: int = 369, *, median_min: float = 4.0, sigma: float
         setup = min(120.0, rng.lognormvariate(math.log(8.0), 0.8))
         env_s = max(0.5, per_step - Model().latency_s)
         true = setup + steps * per_step
-        tasks.append(Task(tid, domain, steps, env_s, setup,
-                          estimate=true * rng.lognormvariate(0.0, estimate_noise)))
+        tasks.append(
+            Task(
+                tid,
+                domain,
+                steps,
+                env_s,
+                setup,
+                estimate=true * rng.lognormvariate(0.0, estimate_noise),
+            )
+        )
     return tasks
 
 
@@ -141,8 +164,16 @@ class Result:
         return self.ideal / self.makespan
 
 
-def simulate(tasks: Sequence[Task], *, workers: int, endpoints: int, schedule: str,
-             provider: ProviderCost, model: Model, seed: int = 0) -> Result:
+def simulate(
+    tasks: Sequence[Task],
+    *,
+    workers: int,
+    endpoints: int,
+    schedule: str,
+    provider: ProviderCost,
+    model: Model,
+    seed: int = 0,
+) -> Result:
     """Run the event simulation; returns makespan and the ideal (sum of base work / workers)."""
     rng = random.Random(seed)
     units = order_tasks(tasks, schedule, rng)
@@ -198,16 +229,22 @@ def simulate(tasks: Sequence[Task], *, workers: int, endpoints: int, schedule: s
                 busy[w] = now
                 makespan = max(makespan, now)
                 next_task(w, now)
-    work = [t.base_duration(model.latency_s, provider.env_factor, provider.step_s)
-            for t in tasks]
+    work = [t.base_duration(model.latency_s, provider.env_factor, provider.step_s) for t in tasks]
     return Result(makespan=makespan, ideal=sum(work) / workers, longest=max(work), busy=busy)
 
 
 SCHEDULES = ("load", "loadscope", "longest-first", "longest-first-est")
 
 
-def table(grid: Sequence[tuple[int, int]], *, provider: str, reps: int, seed: int,
-          model: Model, schedules: Sequence[str] = SCHEDULES) -> list[dict[str, float]]:
+def table(
+    grid: Sequence[tuple[int, int]],
+    *,
+    provider: str,
+    reps: int,
+    seed: int,
+    model: Model,
+    schedules: Sequence[str] = SCHEDULES,
+) -> list[dict[str, float]]:
     """Mean makespan (minutes) per schedule for each (workers, endpoints)."""
     rows = []
     for workers, endpoints in grid:
@@ -217,8 +254,15 @@ def table(grid: Sequence[tuple[int, int]], *, provider: str, reps: int, seed: in
             spans = []
             for rep in range(reps):
                 tasks = make_tasks(seed + rep)
-                res = simulate(tasks, workers=workers, endpoints=endpoints, schedule=schedule,
-                               provider=PROVIDERS[provider], model=model, seed=seed + rep)
+                res = simulate(
+                    tasks,
+                    workers=workers,
+                    endpoints=endpoints,
+                    schedule=schedule,
+                    provider=PROVIDERS[provider],
+                    model=model,
+                    seed=seed + rep,
+                )
                 spans.append(res.makespan / 60)
                 ideals.append(max(res.ideal, res.longest) / 60)
             row[schedule] = statistics.mean(spans)
@@ -253,7 +297,8 @@ def measure_xdist(counts: Sequence[int]) -> None:
             "def test_t(i):\n"
             "    rss = [l for l in open('/proc/self/status') if l.startswith('VmRSS')][0]\n"
             "    name = os.environ.get('PYTEST_XDIST_WORKER', 'main')\n"
-            "    pathlib.Path(f'rss-{name}.txt').write_text(rss.split()[1])\n")
+            "    pathlib.Path(f'rss-{name}.txt').write_text(rss.split()[1])\n"
+        )
         print(f"{'workers':>7} {'wall_s':>8} {'extra_s/worker':>15} {'worker_RSS_MiB':>15}")
         base = None
         for n in counts:
@@ -263,13 +308,20 @@ def measure_xdist(counts: Sequence[int]) -> None:
             if n > 0:
                 args += ["-n", str(n)]
             t0 = time.monotonic()
-            subprocess.run(args, cwd=tmp, check=True, capture_output=True,
-                           env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+            subprocess.run(
+                args,
+                cwd=tmp,
+                check=True,
+                capture_output=True,
+                env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+            )
             wall = time.monotonic() - t0
             base = wall if base is None else base
             rss = [int(f.read_text()) / 1024 for f in Path(tmp).glob("rss-*.txt")]
-            print(f"{n:>7} {wall:>8.2f} {(wall - base) / max(1, n):>15.2f} "
-                  f"{statistics.mean(rss):>15.1f}")
+            print(
+                f"{n:>7} {wall:>8.2f} {(wall - base) / max(1, n):>15.2f} "
+                f"{statistics.mean(rss):>15.1f}"
+            )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -280,8 +332,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--latency", type=float, default=2.5, help="idle endpoint latency (s)")
-    ap.add_argument("--saturation", type=float, default=16.0,
-                    help="concurrent requests an endpoint serves before latency grows linearly")
+    ap.add_argument(
+        "--saturation",
+        type=float,
+        default=16.0,
+        help="concurrent requests an endpoint serves before latency grows linearly",
+    )
     ap.add_argument("--measure-xdist", default=None, metavar="N,N,...")
     args = ap.parse_args(argv)
     if args.measure_xdist:
@@ -294,12 +350,21 @@ def main(argv: list[str] | None = None) -> int:
     else:
         grid = [(8, 1), (16, 1), (16, 2), (32, 1), (32, 2), (64, 1), (64, 2), (64, 4), (64, 8)]
     rows = table(grid, provider=args.provider, reps=args.reps, seed=args.seed, model=model)
-    print_rows(rows, f"makespan in minutes, 369 tasks, provider {args.provider}, "
-                     f"mean of {args.reps} seeds (ideal = max(total work / workers, longest))")
+    print_rows(
+        rows,
+        f"makespan in minutes, 369 tasks, provider {args.provider}, "
+        f"mean of {args.reps} seeds (ideal = max(total work / workers, longest))",
+    )
     prov_rows = []
     for name in PROVIDERS:
-        r = table([(16, 2)], provider=name, reps=args.reps, seed=args.seed, model=model,
-                  schedules=("longest-first",))[0]
+        r = table(
+            [(16, 2)],
+            provider=name,
+            reps=args.reps,
+            seed=args.seed,
+            model=model,
+            schedules=("longest-first",),
+        )[0]
         prov_rows.append((name, r["longest-first"], r["ideal"]))
     print("\nprovider effect (16 workers, 2 endpoints, longest-first), minutes")
     for name, span, ideal in prov_rows:

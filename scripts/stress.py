@@ -54,8 +54,9 @@ def count_results(run_dir: Path) -> RunCounts:
         outcome, case = data.get("outcome"), data.get("case_id", str(path.parent))
         if outcome == "unscored":
             counts.unscored += 1
-            counts.unscored_cases.append(f"{case}: {data.get('infra_category')}: "
-                                         f"{(data.get('infra_reason') or '')[:120]}")
+            counts.unscored_cases.append(
+                f"{case}: {data.get('infra_category')}: {(data.get('infra_reason') or '')[:120]}"
+            )
             continue
         if outcome == "skipped":
             counts.skipped += 1
@@ -64,16 +65,32 @@ def count_results(run_dir: Path) -> RunCounts:
         if outcome == "passed":
             counts.passed += 1
         elif data.get("reference_policy"):
-            counts.false_zeros.append(f"{case}: score {data.get('score')}: "
-                                      f"{(data.get('message') or '')[:160]}")
+            counts.false_zeros.append(
+                f"{case}: score {data.get('score')}: {(data.get('message') or '')[:160]}"
+            )
     return counts
 
 
 def run_once(results_dir: Path, name: str, args: argparse.Namespace) -> RunCounts:
     """One full suite run; returns its counts."""
-    cmd = [sys.executable, "-m", "pytest", "tests/osworld", "-q", "-p", "no:cacheprovider",
-           "-n", str(args.workers), "--results-dir", str(results_dir), "--run", name,
-           "--provider", args.provider, *args.pytest_args]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "tests/osworld",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-n",
+        str(args.workers),
+        "--results-dir",
+        str(results_dir),
+        "--run",
+        name,
+        "--provider",
+        args.provider,
+        *args.pytest_args,
+    ]
     t0 = time.monotonic()
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=False)
     seconds = time.monotonic() - t0
@@ -101,8 +118,12 @@ def _non_negative(text: str) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=_positive, default=3, help="suite runs (default 3)")
-    parser.add_argument("--load", type=_non_negative, default=os.cpu_count() or 2,
-                        help="busy-loop processes during the runs (default: one per core)")
+    parser.add_argument(
+        "--load",
+        type=_non_negative,
+        default=os.cpu_count() or 2,
+        help="busy-loop processes during the runs (default: one per core)",
+    )
     parser.add_argument("--provider", default="local", choices=("local", "docker"))
     parser.add_argument("--workers", type=_positive, default=2, help="xdist workers (default 2)")
     parser.add_argument("--results-dir", type=Path, default=ROOT / "results" / "stress")
@@ -114,15 +135,21 @@ def main(argv: list[str] | None = None) -> int:
     for hog in hogs:
         hog.start()
     totals = {"runs": 0, "scored": 0, "false_zeros": 0, "unscored": 0}
-    print(f"stress: {args.runs} run(s) of the built-in suite on {args.provider} desktops, "
-          f"{args.load} busy-loop process(es), {args.workers} workers", flush=True)
+    print(
+        f"stress: {args.runs} run(s) of the built-in suite on {args.provider} desktops, "
+        f"{args.load} busy-loop process(es), {args.workers} workers",
+        flush=True,
+    )
     try:
         for i in range(1, args.runs + 1):
             name = f"stress-{args.provider}-{stamp}-{i}"
             c = run_once(args.results_dir, name, args)
-            print(f"run {i}: scored {c.scored}, passed {c.passed}, unscored {c.unscored}, "
-                  f"skipped {c.skipped}, false zeros {len(c.false_zeros)} "
-                  f"({c.seconds:.0f} s, exit {c.rc}, {args.results_dir / name})", flush=True)
+            print(
+                f"run {i}: scored {c.scored}, passed {c.passed}, unscored {c.unscored}, "
+                f"skipped {c.skipped}, false zeros {len(c.false_zeros)} "
+                f"({c.seconds:.0f} s, exit {c.rc}, {args.results_dir / name})",
+                flush=True,
+            )
             for line in c.false_zeros:
                 print(f"  false zero: {line}", flush=True)
             for line in c.unscored_cases:
@@ -136,8 +163,11 @@ def main(argv: list[str] | None = None) -> int:
             hog.terminate()
         for hog in hogs:
             hog.join(timeout=5)
-    print(f"total: {totals['false_zeros']} false zero(s) of {totals['scored']} scored cases in "
-          f"{totals['runs']} run(s); {totals['unscored']} unscored", flush=True)
+    print(
+        f"total: {totals['false_zeros']} false zero(s) of {totals['scored']} scored cases in "
+        f"{totals['runs']} run(s); {totals['unscored']} unscored",
+        flush=True,
+    )
     if args.json:
         print(json.dumps(totals), flush=True)
     return 0 if totals["false_zeros"] == 0 else 1

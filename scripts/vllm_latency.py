@@ -41,8 +41,10 @@ from holo_agent.client import ChatClient  # noqa: E402
 from holo_agent.conversation import Conversation  # noqa: E402
 
 _SEEDS = itertools.count(1)
-CLICK = ('{"note": null, "thought": "Open it.", "tool_call": {"tool_name": "click", '
-         '"element": "file", "x": 500, "y": 500}}')
+CLICK = (
+    '{"note": null, "thought": "Open it.", "tool_call": {"tool_name": "click", '
+    '"element": "file", "x": 500, "y": 500}}'
+)
 
 
 def screenshot(seed: int) -> bytes:
@@ -75,8 +77,9 @@ def body(endpoint: Endpoint, images: int, max_tokens: int, seed: int) -> dict[st
     return out
 
 
-def measure(endpoint: Endpoint, images: int, concurrency: int, requests: int,
-            max_tokens: int) -> tuple[list[float], float, list[int]]:
+def measure(
+    endpoint: Endpoint, images: int, concurrency: int, requests: int, max_tokens: int
+) -> tuple[list[float], float, list[int]]:
     """Latencies of ``requests`` requests, ``concurrency`` in flight; wall time; prompt sizes."""
     # each request its own screenshots: vLLM's prefix and encoder caches would answer a
     # repeated one without prefill (the system prompt, the same for every turn, stays cached)
@@ -106,27 +109,47 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--vllm", default=None, help="the vLLM to run (see --vllm of the suite)")
     ap.add_argument("--concurrency", default="1,2,4,8")
     ap.add_argument("--images", default="1,3")
-    ap.add_argument("--requests", type=int, default=0,
-                    help="requests per level (default: 2 x the concurrency, at least 4)")
+    ap.add_argument(
+        "--requests",
+        type=int,
+        default=0,
+        help="requests per level (default: 2 x the concurrency, at least 4)",
+    )
     ap.add_argument("--max-tokens", type=int, default=32)
-    ap.add_argument("--warmup", type=int, default=1,
-                    help="untimed rounds (concurrency requests each) before each level")
+    ap.add_argument(
+        "--warmup",
+        type=int,
+        default=1,
+        help="untimed rounds (concurrency requests each) before each level",
+    )
     args = ap.parse_args(argv)
     servers = None
     try:
         if args.serve:
-            servers = VllmServers(args.serve, ["0"], image_budget=3, serve_args=[],
-                                  log_dir=Path(tempfile.mkdtemp(prefix="vllm-latency-")),
-                                  device=args.serve_device, vllm=args.vllm, project_root=ROOT)
+            servers = VllmServers(
+                args.serve,
+                ["0"],
+                image_budget=3,
+                serve_args=[],
+                log_dir=Path(tempfile.mkdtemp(prefix="vllm-latency-")),
+                device=args.serve_device,
+                vllm=args.vllm,
+                project_root=ROOT,
+            )
             t0 = time.perf_counter()
             (endpoint,) = servers.start()
-            print(f"server start: {time.perf_counter() - t0:.1f} s ({servers.device}; log in "
-                  f"{servers.log_dir})")
+            print(
+                f"server start: {time.perf_counter() - t0:.1f} s ({servers.device}; log in "
+                f"{servers.log_dir})"
+            )
         else:
-            endpoint = Endpoint(url=args.base_url, model=list_models(args.base_url)[0],
-                                kind="attach")
-        print(f"{'images':>6} {'conc':>5} {'reqs':>5} {'prompt tok':>10} {'p50 s':>8} "
-              f"{'p90 s':>8} {'req/s':>7}")
+            endpoint = Endpoint(
+                url=args.base_url, model=list_models(args.base_url)[0], kind="attach"
+            )
+        print(
+            f"{'images':>6} {'conc':>5} {'reqs':>5} {'prompt tok':>10} {'p50 s':>8} "
+            f"{'p90 s':>8} {'req/s':>7}"
+        )
         for images in (int(x) for x in args.images.split(",")):
             for conc in (int(x) for x in args.concurrency.split(",")):
                 n = args.requests or max(4, 2 * conc)
@@ -135,8 +158,11 @@ def main(argv: list[str] | None = None) -> int:
                 lat, wall, prompts = measure(endpoint, images, conc, n, args.max_tokens)
                 lat.sort()
                 p90 = lat[min(len(lat) - 1, int(0.9 * len(lat)))]
-                print(f"{images:>6} {conc:>5} {n:>5} {max(prompts):>10} "
-                      f"{statistics.median(lat):>8.2f} {p90:>8.2f} {n / wall:>7.2f}", flush=True)
+                print(
+                    f"{images:>6} {conc:>5} {n:>5} {max(prompts):>10} "
+                    f"{statistics.median(lat):>8.2f} {p90:>8.2f} {n / wall:>7.2f}",
+                    flush=True,
+                )
     finally:
         if servers is not None:
             servers.close()

@@ -14,9 +14,12 @@ if TYPE_CHECKING:
     from computer_env.desktop.client import DesktopClient, DesktopRequestError, ExecResult
     from computer_env.desktop.providers.base import DesktopHandle, DesktopProvider
 
-__getattr__ = lazy_names(__name__, {
-    "computer_env.desktop.client": ("DesktopClient", "DesktopRequestError", "ExecResult"),
-    "computer_env.desktop.providers.base": ("DesktopHandle", "DesktopProvider"),
-})
+__getattr__ = lazy_names(
+    __name__,
+    {
+        "computer_env.desktop.client": ("DesktopClient", "DesktopRequestError", "ExecResult"),
+        "computer_env.desktop.providers.base": ("DesktopHandle", "DesktopProvider"),
+    },
+)
 
 __all__ = ["DesktopClient", "DesktopHandle", "DesktopProvider", "DesktopRequestError", "ExecResult"]

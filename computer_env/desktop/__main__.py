@@ -29,21 +29,35 @@ from computer_env.errors import ConfigurationError, InfraError
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m computer_env.desktop",
-                                description="Local OSWorld-compatible desktops.")
+    p = argparse.ArgumentParser(
+        prog="python -m computer_env.desktop", description="Local OSWorld-compatible desktops."
+    )
     sub = p.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="start a local desktop in the foreground")
     run.add_argument("--width", type=int, default=1920)
     run.add_argument("--height", type=int, default=1080)
-    run.add_argument("--allow-port", type=int, action="append", default=[], metavar="PORT",
-                     help="host TCP port the desktop may reach (repeatable)")
-    run.add_argument("--unsandboxed", action="store_true",
-                     help="run WITHOUT the bubblewrap sandbox (actions run on this host)")
+    run.add_argument(
+        "--allow-port",
+        type=int,
+        action="append",
+        default=[],
+        metavar="PORT",
+        help="host TCP port the desktop may reach (repeatable)",
+    )
+    run.add_argument(
+        "--unsandboxed",
+        action="store_true",
+        help="run WITHOUT the bubblewrap sandbox (actions run on this host)",
+    )
     run.add_argument("--log-level", default="WARNING")
     sweep = sub.add_parser("sweep", help="remove what dead local desktops left on this host")
-    sweep.add_argument("--run", metavar="ID", default=None,
-                       help="also remove what this run's dead desktops left (its id, from a "
-                            "netns slot's lock file or a cgroup's name) while the run lives")
+    sweep.add_argument(
+        "--run",
+        metavar="ID",
+        default=None,
+        help="also remove what this run's dead desktops left (its id, from a "
+        "netns slot's lock file or a cgroup's name) while the run lives",
+    )
     sweep.add_argument("--log-level", default="WARNING")
     return p
 
@@ -56,8 +70,10 @@ def sweep(args: argparse.Namespace) -> int:
     from computer_env.desktop.providers.local.cleanup import sweep_leftovers
 
     if os.geteuid() != 0:
-        print("sweep needs root (the local desktops' namespaces and cgroups are root's)",
-              file=sys.stderr)
+        print(
+            "sweep needs root (the local desktops' namespaces and cgroups are root's)",
+            file=sys.stderr,
+        )
         return 2
     by = ownership.explicit_sweeper()
     if args.run:
@@ -67,8 +83,12 @@ def sweep(args: argparse.Namespace) -> int:
         owner = ownership.lookup(args.run) or ownership.Run(args.run, 0, 0, "")
         by = ownership.Sweeper(owner, foreign_runs_gone=True)
     swept = sweep_leftovers(by)
-    print(json.dumps({"slots": swept.slots, "cgroups": [str(c) for c in swept.cgroups],
-                      "runs": swept.runs}), flush=True)
+    print(
+        json.dumps(
+            {"slots": swept.slots, "cgroups": [str(c) for c in swept.cgroups], "runs": swept.runs}
+        ),
+        flush=True,
+    )
     return 0
 
 
@@ -81,15 +101,21 @@ def run(args: argparse.Namespace) -> int:
 
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGINT, _stop)
-    provider = LocalSandboxProvider(width=args.width, height=args.height,
-                                    unsandboxed=args.unsandboxed)
+    provider = LocalSandboxProvider(
+        width=args.width, height=args.height, unsandboxed=args.unsandboxed
+    )
     try:
         for port in args.allow_port:
             provider.allow_host_port(port)
         handle = provider.start()
-        line = {"url": handle.url, "token": handle.token, "display": handle.display,
-                "guest_host": handle.guest_host, "osworld_url": handle.osworld_url,
-                "osworld_ports": handle.osworld_ports}
+        line = {
+            "url": handle.url,
+            "token": handle.token,
+            "display": handle.display,
+            "guest_host": handle.guest_host,
+            "osworld_url": handle.osworld_url,
+            "osworld_ports": handle.osworld_ports,
+        }
         print(json.dumps(line), flush=True)
         while not stop.wait(1.0):
             if not provider.is_alive() and not stop.is_set():
@@ -108,8 +134,11 @@ def run(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=args.log_level.upper(),
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
     return sweep(args) if args.command == "sweep" else run(args)
 
 

@@ -40,8 +40,9 @@ def _p(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
 
 
-def measure(runs: int, *, width: int = 1920, height: int = 1080,
-            unsandboxed: bool = False) -> dict[str, float]:
+def measure(
+    runs: int, *, width: int = 1920, height: int = 1080, unsandboxed: bool = False
+) -> dict[str, float]:
     """Run every measurement; the result has the keys documented in the module docstring."""
     starts: list[float] = []
     for _ in range(max(1, runs // 2)):
@@ -65,8 +66,7 @@ def measure(runs: int, *, width: int = 1920, height: int = 1080,
                 _busy_screen(client)
                 busy = 1.0
             except TimeoutError as exc:  # measure anyway, on the plain desktop; say so
-                print(f"warning: {exc}; screenshots measured on the empty desktop",
-                      file=sys.stderr)
+                print(f"warning: {exc}; screenshots measured on the empty desktop", file=sys.stderr)
                 busy = 0.0
             png = _timed(lambda: client.screenshot("png"), runs)
             jpeg = _timed(lambda: client.screenshot("jpeg"), runs)
@@ -91,8 +91,16 @@ def measure(runs: int, *, width: int = 1920, height: int = 1080,
 def _busy_screen(client: DesktopClient, timeout: float = 15.0, tries: int = 2) -> None:
     """Fill the screen with a maximized xterm full of text (an empty desktop flatters PNG)."""
     for _ in range(tries):
-        client.launch(["xterm", "-maximized", "-T", "bench-busy", "-e",
-                       "ls -lR /usr/share/doc | head -2000; exec cat"])
+        client.launch(
+            [
+                "xterm",
+                "-maximized",
+                "-T",
+                "bench-busy",
+                "-e",
+                "ls -lR /usr/share/doc | head -2000; exec cat",
+            ]
+        )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if "bench-busy" in client.execute(["wmctrl", "-l"]).output:
@@ -114,8 +122,10 @@ def _wait_idle(provider: LocalSandboxProvider, timeout: float = 10.0) -> None:
 
 
 _TARGETS = {
-    "reset_s_p50": ("<=", 1.0), "screenshot_png_ms_p50": ("<=", 10.0),
-    "screenshot_jpeg_ms_p50": ("<=", 10.0), "click_fast_ms_p50": ("<=", 15.0),
+    "reset_s_p50": ("<=", 1.0),
+    "screenshot_png_ms_p50": ("<=", 10.0),
+    "screenshot_jpeg_ms_p50": ("<=", 10.0),
+    "click_fast_ms_p50": ("<=", 15.0),
     "idle_rss_mb": ("<=", 150.0),
 }
 
@@ -131,15 +141,18 @@ def table(result: dict[str, float]) -> str:
         tgt = f"{op} {target:g} {mark}" if target is not None else ""
         lines.append(f"{key:28} {value:10.3f}  {tgt}")
     ratio = result["click_osworld_ms_p50"] / max(result["click_fast_ms_p50"], 1e-9)
-    lines.append(f"{'fast click speed-up':28} {ratio:10.1f}x  >= 5x "
-                 f"{'ok' if ratio >= 5 else 'MISSED'}")
+    lines.append(
+        f"{'fast click speed-up':28} {ratio:10.1f}x  >= 5x {'ok' if ratio >= 5 else 'MISSED'}"
+    )
     lines.append(f"(medians over {int(result['runs'])} runs)")
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m computer_env.desktop.bench",
-                                description=__doc__.splitlines()[0] if __doc__ else None)
+    p = argparse.ArgumentParser(
+        prog="python -m computer_env.desktop.bench",
+        description=__doc__.splitlines()[0] if __doc__ else None,
+    )
     p.add_argument("--runs", type=int, default=10)
     p.add_argument("--json", action="store_true", help="also print one JSON object")
     p.add_argument("--unsandboxed", action="store_true")

@@ -38,8 +38,19 @@ GUEST_TCP_PORTS: dict[str, int] = {"cdp": 9222, "vlc": 8080}
 """Guest ports OSWorld's getters reach directly, by name, with OSWorld's defaults."""
 JOURNAL_SIZE = 500
 UPSTREAM_TIMEOUT = 3700.0  # OSWorld's /setup/open_file may wait 1800 s (+ its client's margin)
-_HOP = {"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te",
-        "trailers", "transfer-encoding", "upgrade", "host", "authorization", "content-length"}
+_HOP = {
+    "connection",
+    "keep-alive",
+    "proxy-authenticate",
+    "proxy-authorization",
+    "te",
+    "trailers",
+    "transfer-encoding",
+    "upgrade",
+    "host",
+    "authorization",
+    "content-length",
+}
 
 
 @dataclass
@@ -59,7 +70,8 @@ class Journal:
     """The last :data:`JOURNAL_SIZE` exchanges, numbered."""
 
     entries: collections.deque = field(
-        default_factory=lambda: collections.deque(maxlen=JOURNAL_SIZE))
+        default_factory=lambda: collections.deque(maxlen=JOURNAL_SIZE)
+    )
     seq: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -80,7 +92,7 @@ class Journal:
 
 class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
-    gateway: "OSWorldGateway"
+    gateway: OSWorldGateway
 
     def verify_request(self, request: Any, client_address: Any) -> bool:
         return allowed(request, client_address)
@@ -131,25 +143,34 @@ class _Handler(BaseHTTPRequestHandler):
         if gw.token:
             headers["Authorization"] = f"Bearer {gw.token}"
         headers["Content-Length"] = str(len(body))
-        conn = http.client.HTTPConnection(target.hostname or "127.0.0.1", target.port or 80,
-                                          timeout=UPSTREAM_TIMEOUT)
+        conn = http.client.HTTPConnection(
+            target.hostname or "127.0.0.1", target.port or 80, timeout=UPSTREAM_TIMEOUT
+        )
         try:
             conn.request(self.command, self.path, body=body, headers=headers)
             resp = conn.getresponse()
             data = resp.read()
             status, reason, resp_headers = resp.status, resp.reason, resp.getheaders()
         except OSError as exc:
-            gw.journal.add(method=self.command, path=self.path, status=502,
-                           request=_json_or_none(body, self.headers.get("Content-Type", "")),
-                           response={"error": str(exc)})
+            gw.journal.add(
+                method=self.command,
+                path=self.path,
+                status=502,
+                request=_json_or_none(body, self.headers.get("Content-Type", "")),
+                response={"error": str(exc)},
+            )
             self.send_error(502, f"the desktop server did not answer: {exc}")
             return
         finally:
             conn.close()
         content_type = dict((k.lower(), v) for k, v in resp_headers).get("content-type", "")
-        gw.journal.add(method=self.command, path=self.path.split("?")[0], status=status,
-                       request=_json_or_none(body, self.headers.get("Content-Type", "")),
-                       response=_json_or_none(data, content_type))
+        gw.journal.add(
+            method=self.command,
+            path=self.path.split("?")[0],
+            status=status,
+            request=_json_or_none(body, self.headers.get("Content-Type", "")),
+            response=_json_or_none(data, content_type),
+        )
         self.send_response(status, reason)
         for key, value in resp_headers:
             if key.lower() not in _HOP:
@@ -165,8 +186,12 @@ class _Handler(BaseHTTPRequestHandler):
 class OSWorldGateway:
     """Loopback-only, token-adding entrance for OSWorld's code to one desktop (see module)."""
 
-    def __init__(self, target_url: str, token: str | None,
-                 tcp_targets: dict[str, tuple[str, int]] | None = None) -> None:
+    def __init__(
+        self,
+        target_url: str,
+        token: str | None,
+        tcp_targets: dict[str, tuple[str, int]] | None = None,
+    ) -> None:
         self.target_url = target_url.rstrip("/")
         self.token = token
         self.journal = Journal()
@@ -174,10 +199,12 @@ class OSWorldGateway:
         self._http = _HTTPServer(("127.0.0.1", 0), _Handler)
         self._http.gateway = self
         self._tcp: dict[str, TCPForward] = {
-            name: TCPForward(target) for name, target in (tcp_targets or {}).items()}
-        self._threads = [threading.Thread(target=srv.serve_forever, name=f"gateway-{name}",
-                                          daemon=True)
-                         for name, srv in [("http", self._http), *self._tcp.items()]]
+            name: TCPForward(target) for name, target in (tcp_targets or {}).items()
+        }
+        self._threads = [
+            threading.Thread(target=srv.serve_forever, name=f"gateway-{name}", daemon=True)
+            for name, srv in [("http", self._http), *self._tcp.items()]
+        ]
         for t in self._threads:
             t.start()
         _GATEWAYS[self.url] = self
@@ -195,8 +222,12 @@ class OSWorldGateway:
         ports.update({name: int(srv.server_address[1]) for name, srv in self._tcp.items()})
         return ports
 
-    def retarget(self, target_url: str, token: str | None,
-                 tcp_targets: dict[str, tuple[str, int]] | None = None) -> None:
+    def retarget(
+        self,
+        target_url: str,
+        token: str | None,
+        tcp_targets: dict[str, tuple[str, int]] | None = None,
+    ) -> None:
         """Point at a replaced guest (same gateway ports)."""
         self.target_url, self.token = target_url.rstrip("/"), token
         for name, target in (tcp_targets or {}).items():
@@ -213,8 +244,9 @@ def tcp_targets_for(url: str, ports: dict[str, int]) -> dict[str, tuple[str, int
     """Where the guest's CDP/VLC ports are reachable from the host: the published port when the
     provider names one, else OSWorld's default port at the server's address."""
     host = urlsplit(url).hostname or "127.0.0.1"
-    return {name: (host, int(ports.get(name, default))) for name, default in
-            GUEST_TCP_PORTS.items()}
+    return {
+        name: (host, int(ports.get(name, default))) for name, default in GUEST_TCP_PORTS.items()
+    }
 
 
 def with_gateway(handle: Any, gateway: OSWorldGateway | None) -> tuple[Any, OSWorldGateway]:
@@ -225,11 +257,12 @@ def with_gateway(handle: Any, gateway: OSWorldGateway | None) -> tuple[Any, OSWo
         gateway = OSWorldGateway(handle.url, handle.token, targets)
     else:
         gateway.retarget(handle.url, handle.token, targets)
-    return dataclasses.replace(handle, osworld_url=gateway.url,
-                               osworld_ports=gateway.ports), gateway
+    return dataclasses.replace(
+        handle, osworld_url=gateway.url, osworld_ports=gateway.ports
+    ), gateway
 
 
-_GATEWAYS: "weakref.WeakValueDictionary[str, OSWorldGateway]" = weakref.WeakValueDictionary()
+_GATEWAYS: weakref.WeakValueDictionary[str, OSWorldGateway] = weakref.WeakValueDictionary()
 _OWNED: dict[tuple[str, str | None], OSWorldGateway] = {}
 _registry_lock = threading.Lock()
 
@@ -242,10 +275,19 @@ def gateway_for(handle: Any) -> OSWorldGateway:
             return gw
         key = (handle.url, handle.token)
         if key not in _OWNED:
-            _OWNED[key] = OSWorldGateway(handle.url, handle.token,
-                                         tcp_targets_for(handle.url, handle.ports))
+            _OWNED[key] = OSWorldGateway(
+                handle.url, handle.token, tcp_targets_for(handle.url, handle.ports)
+            )
         return _OWNED[key]
 
 
-__all__ = ["Exchange", "gateway_for", "GUEST_TCP_PORTS", "Journal", "OSWorldGateway", "peer_uid",
-           "tcp_targets_for", "with_gateway"]
+__all__ = [
+    "Exchange",
+    "gateway_for",
+    "GUEST_TCP_PORTS",
+    "Journal",
+    "OSWorldGateway",
+    "peer_uid",
+    "tcp_targets_for",
+    "with_gateway",
+]

@@ -19,8 +19,9 @@ class XGrabRecord(BaseModel):
     at: float = Field(description="wall-clock time it was found")
     held_s: float = Field(description="how long the server's probe had waited")
     released: bool = Field(description="whether killing a client of the desktop released it")
-    grabber: str = Field("", description="`pid: command line` of the client whose death "
-                                         "released it")
+    grabber: str = Field(
+        "", description="`pid: command line` of the client whose death released it"
+    )
     detail: str = ""
 
 
@@ -47,8 +48,14 @@ def released(grabs: list[XGrabRecord]) -> list[XGrabRecord]:
 
 def describe(grabs: list[XGrabRecord]) -> str:
     """One line for a failure message."""
-    parts = [(f"held {g.held_s:g} s by {g.grabber}, killed" if g.released
-              else f"held {g.held_s:g} s, not released: {g.detail}") for g in grabs]
+    parts = [
+        (
+            f"held {g.held_s:g} s by {g.grabber}, killed"
+            if g.released
+            else f"held {g.held_s:g} s, not released: {g.detail}"
+        )
+        for g in grabs
+    ]
     return "the desktop's X server was grabbed: " + "; ".join(parts or ["(no detail)"])
 
 

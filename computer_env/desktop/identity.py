@@ -32,8 +32,11 @@ def proof(token: str, nonce: str) -> str:
 
 def valid_nonce(nonce: object) -> bool:
     """A nonce the server agrees to prove: hex, 32 to 128 characters."""
-    return (isinstance(nonce, str) and 32 <= len(nonce) <= 128
-            and all(c in "0123456789abcdef" for c in nonce))
+    return (
+        isinstance(nonce, str)
+        and 32 <= len(nonce) <= 128
+        and all(c in "0123456789abcdef" for c in nonce)
+    )
 
 
 def proven(token: str, nonce: str, answer: object) -> bool:

@@ -22,8 +22,12 @@ __all__ = ["busy_titles", "is_busy_name", "saves_state"]
 
 def is_busy_name(entry: str, name: str) -> bool:
     """Is ``entry``, beside the file ``name``, a save of it (or of its folder) in progress?"""
-    return (fnmatch.fnmatch(entry, "lu*.tmp") or entry.startswith(".goutputstream-")
-            or entry.startswith("." + name + ".") and entry.endswith((".tmp", ".part")))
+    return (
+        fnmatch.fnmatch(entry, "lu*.tmp")
+        or entry.startswith(".goutputstream-")
+        or entry.startswith("." + name + ".")
+        and entry.endswith((".tmp", ".part"))
+    )
 
 
 def busy_titles(listing: str, paths: List[str]) -> List[str]:
@@ -62,8 +66,7 @@ def saves_state(paths: List[str]) -> Dict[str, Any]:
             names = []
         out["busy"] += [os.path.join(d, n) for n in names if is_busy_name(n, name)]
     try:
-        titles = subprocess.run(["wmctrl", "-l"], capture_output=True, text=True,
-                                timeout=10).stdout
+        titles = subprocess.run(["wmctrl", "-l"], capture_output=True, text=True, timeout=10).stdout
     except Exception:  # noqa: BLE001 - no window list is no busy window
         titles = ""
     out["busy"] += busy_titles(titles, paths)

@@ -42,17 +42,35 @@ def _roles(atspi):
     # Subtrees that cannot hold the document: a focus inside them is "not in the document"
     # whether or not the walk finds it, so the verdict is the same without their children
     # (a toolbar's buttons are half of a Calc frame's nodes).
-    skip = {r.MENU_BAR, r.MENU, r.POPUP_MENU, r.TABLE_CELL, r.LIST, r.TREE, r.TREE_TABLE,
-            r.TOOL_BAR, r.STATUS_BAR, r.SCROLL_BAR, r.PUSH_BUTTON, r.TOGGLE_BUTTON,
-            r.COMBO_BOX}
-    documents = {r.DOCUMENT_SPREADSHEET, r.DOCUMENT_TEXT, r.DOCUMENT_PRESENTATION,
-                 r.DOCUMENT_FRAME}
+    skip = {
+        r.MENU_BAR,
+        r.MENU,
+        r.POPUP_MENU,
+        r.TABLE_CELL,
+        r.LIST,
+        r.TREE,
+        r.TREE_TABLE,
+        r.TOOL_BAR,
+        r.STATUS_BAR,
+        r.SCROLL_BAR,
+        r.PUSH_BUTTON,
+        r.TOGGLE_BUTTON,
+        r.COMBO_BOX,
+    }
+    documents = {r.DOCUMENT_SPREADSHEET, r.DOCUMENT_TEXT, r.DOCUMENT_PRESENTATION, r.DOCUMENT_FRAME}
     return skip, documents
 
 
 def probe(title):
-    out: dict[str, Any] = {"app": False, "frame": None, "active": False, "toolbars": 0,
-                           "focus": None, "in_document": False, "error": None}
+    out: dict[str, Any] = {
+        "app": False,
+        "frame": None,
+        "active": False,
+        "toolbars": 0,
+        "focus": None,
+        "in_document": False,
+        "error": None,
+    }
     try:
         import gi
 
@@ -118,9 +136,13 @@ class _Socket:
     def __init__(self, port, path, timeout):
         self.sock = socket.create_connection(("127.0.0.1", port), timeout)
         key = base64.b64encode(os.urandom(16)).decode()
-        self.sock.sendall(("GET %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nUpgrade: websocket\r\n"
-                           "Connection: Upgrade\r\nSec-WebSocket-Key: %s\r\n"
-                           "Sec-WebSocket-Version: 13\r\n\r\n" % (path, port, key)).encode())
+        self.sock.sendall(
+            (
+                "GET %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nUpgrade: websocket\r\n"
+                "Connection: Upgrade\r\nSec-WebSocket-Key: %s\r\n"
+                "Sec-WebSocket-Version: 13\r\n\r\n" % (path, port, key)
+            ).encode()
+        )
         self.buf = b""
         while b"\r\n\r\n" not in self.buf:
             self._fill()
@@ -143,8 +165,15 @@ class _Socket:
     def send(self, text):
         data, mask = text.encode(), os.urandom(4)
         n = len(data)
-        head = struct.pack("!BB", 0x81, 0x80 | n) if n < 126 else (
-            struct.pack("!BBH", 0x81, 0xFE, n) if n < 65536 else struct.pack("!BBQ", 0x81, 0xFF, n))
+        head = (
+            struct.pack("!BB", 0x81, 0x80 | n)
+            if n < 126
+            else (
+                struct.pack("!BBH", 0x81, 0xFE, n)
+                if n < 65536
+                else struct.pack("!BBQ", 0x81, 0xFF, n)
+            )
+        )
         self.sock.sendall(head + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(data)))
 
     def recv(self):
@@ -201,16 +230,22 @@ def page_probe(ports, page_js, timeout=8.0):
         try:
             sock = _Socket(out["port"], "/" + ws.split("/", 3)[3], timeout)
             try:
-                res = sock.call(1, "Runtime.evaluate", {
-                    "expression": page_js, "awaitPromise": True, "returnByValue": True})
+                res = sock.call(
+                    1,
+                    "Runtime.evaluate",
+                    {"expression": page_js, "awaitPromise": True, "returnByValue": True},
+                )
             finally:
                 sock.close()
             value = res.get("result", {}).get("result", {}).get("value")
             if isinstance(value, dict):
                 page = value
             else:
-                page["error"] = str(res.get("error") or res.get("result", {}).get(
-                    "exceptionDetails", {}).get("text") or "no answer")
+                page["error"] = str(
+                    res.get("error")
+                    or res.get("result", {}).get("exceptionDetails", {}).get("text")
+                    or "no answer"
+                )
         except (OSError, ValueError, IndexError) as exc:
             page["error"] = str(exc)
         out["pages"].append(page)

@@ -19,9 +19,21 @@ __all__ = ["MARK", "digest", "package_key", "scan"]
 
 MARK = "@@TAMPER@@"
 
-SHELL_FILES = (".bashrc", ".bash_profile", ".bash_login", ".profile", ".bash_logout",
-               ".bash_aliases", ".zshrc", ".zshenv", ".zprofile", ".xprofile", ".xsessionrc",
-               ".xinitrc", ".inputrc")
+SHELL_FILES = (
+    ".bashrc",
+    ".bash_profile",
+    ".bash_login",
+    ".profile",
+    ".bash_logout",
+    ".bash_aliases",
+    ".zshrc",
+    ".zshenv",
+    ".zprofile",
+    ".xprofile",
+    ".xsessionrc",
+    ".xinitrc",
+    ".inputrc",
+)
 SYSTEM_SHELL_FILES = ("/etc/profile", "/etc/bash.bashrc", "/etc/environment", "/etc/zsh/zshenv")
 SYSTEM_BIN = ("/usr/sbin", "/usr/bin", "/sbin", "/bin")
 
@@ -63,8 +75,11 @@ def scan(home: str) -> Dict[str, Dict[str, str]]:
     out: Dict[str, Dict[str, str]] = {}
 
     def add(kind: str, path: str, detail: str = "") -> None:
-        out[path] = {"kind": kind, "digest": digest(path) if os.path.isfile(path) else "dir",
-                     "detail": detail}
+        out[path] = {
+            "kind": kind,
+            "digest": digest(path) if os.path.isfile(path) else "dir",
+            "detail": detail,
+        }
 
     user_sites: List[str] = []
     system_sites: List[str] = []
@@ -88,14 +103,21 @@ def scan(home: str) -> Dict[str, Dict[str, str]]:
                     add("python_startup", p, "a .pth file that runs code at Python start-up")
             elif name.split(".")[0] in ("sitecustomize", "usercustomize"):
                 add("python_startup", p, "runs at every Python start-up")
-            elif d in user_sites and package_key(name) in installed \
-                    and not name.endswith((".dist-info", ".egg-info")):
+            elif (
+                d in user_sites
+                and package_key(name) in installed
+                and not name.endswith((".dist-info", ".egg-info"))
+            ):
                 add("python_shadow", p, "a user-site package that shadows an installed one")
     system_cmds: Set[str] = set()
     for d in SYSTEM_BIN:
         system_cmds.update(_entries(d))
-    for d in (os.path.join(home, "bin"), os.path.join(home, ".local/bin"), "/usr/local/bin",
-              "/usr/local/sbin"):
+    for d in (
+        os.path.join(home, "bin"),
+        os.path.join(home, ".local/bin"),
+        "/usr/local/bin",
+        "/usr/local/sbin",
+    ):
         for name in _entries(d):
             if name in system_cmds:
                 add("command_shadow", os.path.join(d, name), "shadows the system command " + name)
@@ -108,8 +130,11 @@ def scan(home: str) -> Dict[str, Dict[str, str]]:
             add("shell_rc", p, "read by every new shell or session")
     for name in _entries("/etc/profile.d"):
         add("shell_rc", os.path.join("/etc/profile.d", name), "read by every login shell")
-    for d in (os.path.join(home, ".config/autostart"), os.path.join(home, ".config/environment.d"),
-              os.path.join(home, ".config/openbox")):
+    for d in (
+        os.path.join(home, ".config/autostart"),
+        os.path.join(home, ".config/environment.d"),
+        os.path.join(home, ".config/openbox"),
+    ):
         for name in _entries(d):
             add("autostart", os.path.join(d, name), "started with the session")
     for root, _dirs, files in os.walk(os.path.join(home, ".config/systemd/user")):

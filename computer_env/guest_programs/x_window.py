@@ -37,8 +37,11 @@ def focus_inside(focus: int, window: int, root: int, parent_of: Any) -> bool:
 
 def is_pong(ev: Any, protocols: int, ping: int, stamp: int) -> bool:
     """Is the X event ``ev`` the answer to the ping sent with timestamp ``stamp``?"""
-    return bool(ev.type == X.ClientMessage and ev.client_type == protocols
-                and list(ev.data[1][:2]) == [ping, stamp])
+    return bool(
+        ev.type == X.ClientMessage
+        and ev.client_type == protocols
+        and list(ev.data[1][:2]) == [ping, stamp]
+    )
 
 
 def _ping(d: Any, root: Any, w: Any, w_id: int, ping_s: float) -> bool | None:
@@ -48,8 +51,10 @@ def _ping(d: Any, root: Any, w: Any, w_id: int, ping_s: float) -> bool | None:
     # GTK answers to the root window's structure listeners, Qt to the substructure's
     root.change_attributes(event_mask=X.StructureNotifyMask | X.SubstructureNotifyMask)
     stamp = int(time.time() * 1000) & 0xFFFFFFFF
-    w.send_event(event.ClientMessage(window=w, client_type=protocols,
-                                     data=(32, [ping, stamp, w_id, 0, 0])), event_mask=0)
+    w.send_event(
+        event.ClientMessage(window=w, client_type=protocols, data=(32, [ping, stamp, w_id, 0, 0])),
+        event_mask=0,
+    )
     d.flush()
     end = time.monotonic() + ping_s
     while time.monotonic() < end:
@@ -73,8 +78,11 @@ def window_state(ping_s: float) -> dict[str, Any]:
             w = d.create_resource_object("window", w_id)
             out["class"] = [str(c) for c in (w.get_wm_class() or ())]
             name = w.get_full_property(d.intern_atom("_NET_WM_NAME"), d.intern_atom("UTF8_STRING"))
-            out["title"] = (name.value.decode("utf-8", "replace") if name is not None
-                            else str(w.get_wm_name() or ""))
+            out["title"] = (
+                name.value.decode("utf-8", "replace")
+                if name is not None
+                else str(w.get_wm_name() or "")
+            )
             out["viewable"] = w.get_attributes().map_state == X.IsViewable
             geometry, at = w.get_geometry(), root.translate_coords(w, 0, 0)
             out["geometry"] = [at.x, at.y, geometry.width, geometry.height]
@@ -82,8 +90,11 @@ def window_state(ping_s: float) -> dict[str, Any]:
             out["pointer"] = [pointer.root_x, pointer.root_y]
             focus = d.get_input_focus().focus
             out["focused"] = focus_inside(
-                focus.id if hasattr(focus, "id") else 0, w_id, root.id,
-                lambda wid: d.create_resource_object("window", wid).query_tree().parent.id)
+                focus.id if hasattr(focus, "id") else 0,
+                w_id,
+                root.id,
+                lambda wid: d.create_resource_object("window", wid).query_tree().parent.id,
+            )
             out["pong"] = _ping(d, root, w, w_id, ping_s)
     except error.XError as exc:
         out["error"] = str(exc)

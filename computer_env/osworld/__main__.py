@@ -20,15 +20,29 @@ from computer_env.osworld.planning.plan_cli import add_plan_parser, load_args_ta
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m computer_env.osworld")
     sub = parser.add_subparsers(dest="command", required=True)
-    pre = sub.add_parser("prefetch", help="fill the download cache for a task list (setup "
-                         "downloads and evaluator cloud_file gold files)")
-    pre.add_argument("--osworld-root", type=Path, default=None,
-                     help="OSWorld checkout or evaluation_examples folder (default: built-in)")
-    pre.add_argument("--task-list", default="test_all",
-                     help="test_all|test_nogdrive|test_small|test_infeasible or a JSON file")
+    pre = sub.add_parser(
+        "prefetch",
+        help="fill the download cache for a task list (setup "
+        "downloads and evaluator cloud_file gold files)",
+    )
+    pre.add_argument(
+        "--osworld-root",
+        type=Path,
+        default=None,
+        help="OSWorld checkout or evaluation_examples folder (default: built-in)",
+    )
+    pre.add_argument(
+        "--task-list",
+        default="test_all",
+        help="test_all|test_nogdrive|test_small|test_infeasible or a JSON file",
+    )
     pre.add_argument("--domain", action="append", default=None, help="only this domain")
-    pre.add_argument("--cache", type=Path, required=True,
-                     help="the cache folder (the suite's cache dir; downloads go to DIR/downloads)")
+    pre.add_argument(
+        "--cache",
+        type=Path,
+        required=True,
+        help="the cache folder (the suite's cache dir; downloads go to DIR/downloads)",
+    )
     add_plan_parser(sub)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
@@ -44,9 +58,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {status}", file=sys.stderr, flush=True)
 
     result = prefetch(tasks, args.cache / "downloads", progress=progress)
-    print(f"{len(tasks)} tasks, {result.total} files: {result.fetched} fetched, "
-          f"{result.cached} already cached, {len(result.failed)} failed; "
-          f"{result.bytes / 1e6:.1f} MB in {args.cache / 'downloads'}")
+    print(
+        f"{len(tasks)} tasks, {result.total} files: {result.fetched} fetched, "
+        f"{result.cached} already cached, {len(result.failed)} failed; "
+        f"{result.bytes / 1e6:.1f} MB in {args.cache / 'downloads'}"
+    )
     return 1 if result.failed else 0
 
 

@@ -15,8 +15,13 @@ from computer_env.base import (
     describe,
 )
 
-_CLICK_FN = {("left", 1): "click", ("left", 2): "doubleClick", ("left", 3): "tripleClick",
-             ("right", 1): "rightClick", ("middle", 1): "middleClick"}
+_CLICK_FN = {
+    ("left", 1): "click",
+    ("left", 2): "doubleClick",
+    ("left", 3): "tripleClick",
+    ("right", 1): "rightClick",
+    ("middle", 1): "middleClick",
+}
 
 
 def to_pyautogui(event: InputEvent, scale: tuple[float, float] = (1.0, 1.0)) -> str:
@@ -33,8 +38,10 @@ def to_pyautogui(event: InputEvent, scale: tuple[float, float] = (1.0, 1.0)) -> 
         fn = _CLICK_FN.get((event.button, event.count))
         if fn:
             return f"pyautogui.{fn}({x}, {y})"
-        return (f"pyautogui.click({x}, {y}, clicks={event.count}, interval=0.1, "
-                f"button={event.button!r})")
+        return (
+            f"pyautogui.click({x}, {y}, clicks={event.count}, interval=0.1, "
+            f"button={event.button!r})"
+        )
     if isinstance(event, MoveTo):
         x, y = pt(event.x, event.y)
         return f"pyautogui.moveTo({x}, {y})"
@@ -53,8 +60,10 @@ def to_pyautogui(event: InputEvent, scale: tuple[float, float] = (1.0, 1.0)) -> 
     if isinstance(event, Drag):
         x1, y1 = pt(event.x1, event.y1)
         x2, y2 = pt(event.x2, event.y2)
-        return (f"pyautogui.moveTo({x1}, {y1}); "
-                f"pyautogui.dragTo({x2}, {y2}, duration=0.5, button='left')")
+        return (
+            f"pyautogui.moveTo({x1}, {y1}); "
+            f"pyautogui.dragTo({x2}, {y2}, duration=0.5, button='left')"
+        )
     if isinstance(event, TypeText):
         code = f"pyautogui.write({event.text!r})"
         return code + "; pyautogui.press('enter')" if event.press_enter else code

@@ -14,10 +14,14 @@ from computer_env.osworld.scoring.result import EvalResult
 logger = logging.getLogger(__name__)
 
 
-def check_task_unplayed(task: Task, ctx: TaskContext, *, setup: bool = True,
-                        backend: str | None = None,
-                        score: Callable[[Task, TaskContext], EvalResult] = evaluate
-                        ) -> EvalResult:
+def check_task_unplayed(
+    task: Task,
+    ctx: TaskContext,
+    *,
+    setup: bool = True,
+    backend: str | None = None,
+    score: Callable[[Task, TaskContext], EvalResult] = evaluate,
+) -> EvalResult:
     """Run setup (unless ``setup=False``: already done), let the screen settle, then evaluate
     with an empty action history (both in the scoring process; with ``score``: another way to
     score). A feasible task scoring > 0 here leaks reward."""

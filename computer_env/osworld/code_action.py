@@ -61,8 +61,12 @@ def run_code(client: DesktopClient, language: str, code: str, *, timeout_s: floa
         else:
             output = f"the desktop refused the script: {exc.message}"
         exit_code = None
-    info = {"language": language, "exit_code": exit_code, "timed_out": timed_out,
-            "duration_s": round(time.monotonic() - t0, 3)}
+    info = {
+        "language": language,
+        "exit_code": exit_code,
+        "timed_out": timed_out,
+        "duration_s": round(time.monotonic() - t0, 3),
+    }
     return StepResult(output=output, info=info)
 
 

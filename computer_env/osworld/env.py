@@ -11,10 +11,10 @@ from PIL import Image
 from computer_env.base import ComputerEnv, InputEvent, Observation, StepResult, TypeText, Wait
 from computer_env.desktop.grabs import XServerGrabbed, released
 from computer_env.osworld.actions import describe, to_pyautogui
+from computer_env.osworld.catalog.tasks import Task
 from computer_env.osworld.code_action import run_code
 from computer_env.osworld.context import TaskContext
 from computer_env.osworld.prepare.settle import wait_until_settled
-from computer_env.osworld.catalog.tasks import Task
 
 logger = logging.getLogger(__name__)
 
@@ -28,8 +28,9 @@ class OSWorldComputerEnv(ComputerEnv):
     long (at most ``cap_s``) so the next screenshot shows the action's effect; None disables it.
     """
 
-    def __init__(self, task: Task, ctx: TaskContext, *,
-                 settle: tuple[float, float] | None = (0.3, 3.0)) -> None:
+    def __init__(
+        self, task: Task, ctx: TaskContext, *, settle: tuple[float, float] | None = (0.3, 3.0)
+    ) -> None:
         self.task = task
         self.ctx = ctx
         self._settle = settle
@@ -58,13 +59,15 @@ class OSWorldComputerEnv(ComputerEnv):
         if self._grabs_before is None:
             self._grabs_before = seen or 0
         elif seen is not None and seen > self._grabs_before:
-            raise XServerGrabbed(released(client.x_grabs().grabs)[self._grabs_before:])
+            raise XServerGrabbed(released(client.x_grabs().grabs)[self._grabs_before :])
         keymap_notice = None
         if self._keymap_before is None:
             self._keymap_before = client.keymap_seen or ""
         elif client.keymap_seen and client.keymap_seen != self._keymap_before:
-            keymap_notice = ("the keyboard map is not the one of the first screenshot (changed "
-                             "inside the desktop): keys may type other characters")
+            keymap_notice = (
+                "the keyboard map is not the one of the first screenshot (changed "
+                "inside the desktop): keys may type other characters"
+            )
             self.keymap_changes.append(keymap_notice)
         with Image.open(io.BytesIO(data)) as img:
             width, height = img.size
@@ -76,8 +79,13 @@ class OSWorldComputerEnv(ComputerEnv):
                 width, height = self.ctx.screen
         self._shot_size = (width, height)
         notices = [n for n in (notice, keymap_notice) if n]
-        return Observation(image=data, width=width, height=height, mime="image/png",
-                           notice="; ".join(notices) or None)
+        return Observation(
+            image=data,
+            width=width,
+            height=height,
+            mime="image/png",
+            notice="; ".join(notices) or None,
+        )
 
     def _scale(self) -> tuple[float, float]:
         if self._shot_size is None:
@@ -101,12 +109,15 @@ class OSWorldComputerEnv(ComputerEnv):
         self.ctx.action_history.append(code)
         settled = 0.0  # reported as info["settle_s"]: where the step's time went
         if self._settle is not None and not isinstance(event, Wait):
-            settled = wait_until_settled(self.ctx.client, quiet_s=self._settle[0],
-                                         cap_s=self._settle[1])
+            settled = wait_until_settled(
+                self.ctx.client, quiet_s=self._settle[0], cap_s=self._settle[1]
+            )
         if error:
             logger.info("action %s failed in the desktop: %s", code, error)
-            return StepResult(output=f"{text}; the action failed: {error}",
-                              info={"code": code, "error": error, "settle_s": settled})
+            return StepResult(
+                output=f"{text}; the action failed: {error}",
+                info={"code": code, "error": error, "settle_s": settled},
+            )
         return StepResult(output=text, info={"code": code, "settle_s": settled})
 
     def run_code(self, language: str, code: str, *, timeout_s: float) -> StepResult:
@@ -134,9 +145,11 @@ def fit_to_screen(img: Image.Image, screen: tuple[int, int]) -> tuple[bytes, str
     canvas.paste(img.convert("RGB"), (0, 0))
     out = io.BytesIO()
     canvas.save(out, format="PNG")
-    return out.getvalue(), (f"the screen is {img.width}x{img.height}, not the task's "
-                            f"{screen[0]}x{screen[1]} (changed inside the desktop): shown at the "
-                            "top left of a black screen of the task's size")
+    return out.getvalue(), (
+        f"the screen is {img.width}x{img.height}, not the task's "
+        f"{screen[0]}x{screen[1]} (changed inside the desktop): shown at the "
+        "top left of a black screen of the task's size"
+    )
 
 
 def _error_of(res: object) -> str | None:

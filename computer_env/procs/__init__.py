@@ -27,7 +27,17 @@ from computer_env.procs._ops import (
 from computer_env.procs._spawn import become_subreaper, set_pdeathsig, spawn
 
 __all__ = [
-    "ChildProcesses", "become_subreaper", "descendants", "kill_group", "kill_pids", "kill_uid",
-    "parent_pid", "pids_of_uid", "pss_kib", "running_since", "set_pdeathsig", "signal_group",
+    "ChildProcesses",
+    "become_subreaper",
+    "descendants",
+    "kill_group",
+    "kill_pids",
+    "kill_uid",
+    "parent_pid",
+    "pids_of_uid",
+    "pss_kib",
+    "running_since",
+    "set_pdeathsig",
+    "signal_group",
     "spawn",
 ]

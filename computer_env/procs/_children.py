@@ -64,7 +64,7 @@ def collect_output(proc: subprocess.Popen[Any], timeout: float) -> tuple[str, st
                     sel.unregister(key.fd)
                     continue
                 room = OUTPUT_LIMIT - len(kept[key.fd])
-                kept[key.fd] += chunk[:max(room, 0)]
+                kept[key.fd] += chunk[: max(room, 0)]
                 dropped[key.fd] += max(len(chunk) - max(room, 0), 0)
     finally:
         sel.close()
@@ -101,31 +101,60 @@ class ChildProcesses:
             return
         threading.Thread(target=self._reap_loop, name="reaper", daemon=True).start()
 
-    def popen(self, command: str | Sequence[str], *, shell: bool = False, text: bool = True,
-              stdin: int | None = subprocess.DEVNULL, stdout: int | None = subprocess.DEVNULL,
-              stderr: int | None = subprocess.DEVNULL, cwd: Path | str | None = None,
-              env: dict[str, str] | None = None) -> subprocess.Popen[Any]:
+    def popen(
+        self,
+        command: str | Sequence[str],
+        *,
+        shell: bool = False,
+        text: bool = True,
+        stdin: int | None = subprocess.DEVNULL,
+        stdout: int | None = subprocess.DEVNULL,
+        stderr: int | None = subprocess.DEVNULL,
+        cwd: Path | str | None = None,
+        env: dict[str, str] | None = None,
+    ) -> subprocess.Popen[Any]:
         """Start ``command`` in its own session, owned by this registry."""
         with self._lock:  # the reaper must not reap it before it is registered
             if self._closed.is_set():
                 raise RuntimeError("the child process registry is closed")
-            proc = spawn(command, shell=shell, text=text, stdin=stdin, stdout=stdout,
-                         stderr=stderr, cwd=cwd or self._cwd, env=env)
+            proc = spawn(
+                command,
+                shell=shell,
+                text=text,
+                stdin=stdin,
+                stdout=stdout,
+                stderr=stderr,
+                cwd=cwd or self._cwd,
+                env=env,
+            )
             self._owned[proc.pid] = proc
         return proc
 
-    def run(self, command: str | Sequence[str], *, shell: bool = False, timeout: float = 120.0,
-            cwd: Path | str | None = None, merge_stderr: bool = False,
-            env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    def run(
+        self,
+        command: str | Sequence[str],
+        *,
+        shell: bool = False,
+        timeout: float = 120.0,
+        cwd: Path | str | None = None,
+        merge_stderr: bool = False,
+        env: dict[str, str] | None = None,
+    ) -> subprocess.CompletedProcess[str]:
         """Run to completion; on timeout kill its whole group and raise ``TimeoutExpired``
         (with what it printed so far). Its output is read until the command exits and its
         pipes close, or :data:`OUTPUT_LINGER_S` after it exited, whichever comes first: a
         daemon it left holding them (``server &`` without a redirect) never holds the answer;
         each stream keeps its first :data:`OUTPUT_LIMIT` bytes (the rest is read and dropped,
         noted at its end)."""
-        proc = self.popen(command, shell=shell, stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT if merge_stderr else subprocess.PIPE,
-                          cwd=cwd, env=env, text=False)
+        proc = self.popen(
+            command,
+            shell=shell,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT if merge_stderr else subprocess.PIPE,
+            cwd=cwd,
+            env=env,
+            text=False,
+        )
         try:
             out, err, timed_out = collect_output(proc, timeout)
             if timed_out:

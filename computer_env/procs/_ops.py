@@ -86,9 +86,13 @@ def running_since(pid: int, when: float | None = None) -> bool:
 def pids_of_uid(uid: int) -> list[int]:
     """Live (non-zombie) processes whose real uid is ``uid``."""
     gone = (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD)
-    return [p.pid for p in psutil.process_iter(["uids", "status"])
-            if p.info["uids"] is not None and p.info["uids"].real == uid
-            and p.info["status"] not in gone]
+    return [
+        p.pid
+        for p in psutil.process_iter(["uids", "status"])
+        if p.info["uids"] is not None
+        and p.info["uids"].real == uid
+        and p.info["status"] not in gone
+    ]
 
 
 def kill_uid(uid: int, *, timeout: float = 5.0) -> bool:
@@ -101,12 +105,20 @@ def kill_uid(uid: int, *, timeout: float = 5.0) -> bool:
     while True:
         if not pids_of_uid(uid):
             return True
-        subprocess.run(["/bin/sh", "-c", "kill -9 -1"], user=uid, group=uid, extra_groups=[],
-                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL, check=False)
+        subprocess.run(
+            ["/bin/sh", "-c", "kill -9 -1"],
+            user=uid,
+            group=uid,
+            extra_groups=[],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            check=False,
+        )
         if time.monotonic() > deadline:
-            log.warning("processes of uid %d still alive after %.1f s: %s", uid, timeout,
-                        pids_of_uid(uid))
+            log.warning(
+                "processes of uid %d still alive after %.1f s: %s", uid, timeout, pids_of_uid(uid)
+            )
             return False
         time.sleep(0.005)  # polling interval of the check above
 
@@ -124,4 +136,3 @@ def pss_kib(pids: Sequence[int]) -> int:
         except psutil.Error:
             continue
     return total
-

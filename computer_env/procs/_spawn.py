@@ -40,9 +40,13 @@ def become_subreaper() -> None:
     _prctl(_PR_SET_CHILD_SUBREAPER, 1)
 
 
-def _make_preexec(netns: str | None, uid: int | None, gid: int | None,
-                  binds: Sequence[tuple[str, str]] = (),
-                  cgroup_procs: Sequence[str] = ()) -> Callable[[], None]:
+def _make_preexec(
+    netns: str | None,
+    uid: int | None,
+    gid: int | None,
+    binds: Sequence[tuple[str, str]] = (),
+    cgroup_procs: Sequence[str] = (),
+) -> Callable[[], None]:
     """Child-side setup, run between fork and exec (only simple syscalls here).
 
     ``binds`` (source, target) are bind-mounted in a private mount namespace of the child, while
@@ -148,11 +152,19 @@ def spawn(
         return subprocess.Popen(  # noqa: S603 - running commands is what callers ask for
             # what a command prints is any bytes (an agent's code prints what it likes): text
             # is decoded with U+FFFD for what is not UTF-8, never an error
-            args, shell=shell, text=text, errors="replace" if text else None,
+            args,
+            shell=shell,
+            text=text,
+            errors="replace" if text else None,
             env=dict(env) if env is not None else None,
-            stdin=stdin, stdout=stdout, stderr=stderr, start_new_session=True,
-            preexec_fn=preexec, pass_fds=tuple(pass_fds), close_fds=True, cwd=cwd,
+            stdin=stdin,
+            stdout=stdout,
+            stderr=stderr,
+            start_new_session=True,
+            preexec_fn=preexec,
+            pass_fds=tuple(pass_fds),
+            close_fds=True,
+            cwd=cwd,
         )
 
     return _spawner.submit(_start)
-

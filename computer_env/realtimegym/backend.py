@@ -31,8 +31,18 @@ from computer_env.realtimegym.games import MAX_TURNS, check_load, game_spec
 log = logging.getLogger(__name__)
 _STDOUT_LOCK = threading.Lock()
 
-_REQUIRED_MODULES = ("realtimegym", "pygame", "numpy", "pandas", "scipy", "gym", "IPython",
-                     "ipywidgets", "imageio", "tqdm")
+_REQUIRED_MODULES = (
+    "realtimegym",
+    "pygame",
+    "numpy",
+    "pandas",
+    "scipy",
+    "gym",
+    "IPython",
+    "ipywidgets",
+    "imageio",
+    "tqdm",
+)
 
 _REQUIRED_DATA = (
     "overcooked_new/src/overcooked_ai_py/data/layouts/cc_easy.layout",
@@ -106,10 +116,20 @@ def _stand_in_overcooked_visualizer() -> None:
     """
     import realtimegym  # noqa: PLC0415
 
-    name = ("realtimegym.environments.overcooked_new.src.overcooked_ai_py.visualization."
-            "state_visualizer")
-    graphics = (Path(realtimegym.__file__).parent / "environments" / "overcooked_new" / "src" /
-                "overcooked_ai_py" / "data" / "graphics" / "terrain.png")
+    name = (
+        "realtimegym.environments.overcooked_new.src.overcooked_ai_py.visualization."
+        "state_visualizer"
+    )
+    graphics = (
+        Path(realtimegym.__file__).parent
+        / "environments"
+        / "overcooked_new"
+        / "src"
+        / "overcooked_ai_py"
+        / "data"
+        / "graphics"
+        / "terrain.png"
+    )
     if name in sys.modules or graphics.is_file():
         return
     module = types.ModuleType(name, "Stand-in: Overcooked-AI's sprite sheets are not installed")
@@ -146,8 +166,9 @@ class RealtimeGymBackend:
         # workers share: its making and its removal are one step between them
         with self._quiet(), dir_lock(Path(".")):
             before = Path("vislogs").exists()
-            self.raw, self.real_seed, _ = realtimegym.make(spec.env_id(load), seed=seed,
-                                                           render=False)
+            self.raw, self.real_seed, _ = realtimegym.make(
+                spec.env_id(load), seed=seed, render=False
+            )
             if not before and Path("vislogs").is_dir():
                 _remove_empty_tree(Path("vislogs"))
         self._workdir: Path | None = None

@@ -17,7 +17,9 @@ class TurnClock:
     the next one. ``stop()`` ends the thread and waits for it (at most ``join_timeout`` seconds).
     """
 
-    def __init__(self, tick: Callable[[], bool], period: float, *, name: str = "game-clock") -> None:
+    def __init__(
+        self, tick: Callable[[], bool], period: float, *, name: str = "game-clock"
+    ) -> None:
         if period <= 0:
             raise ValueError(f"period must be > 0 seconds, got {period}")
         self._tick = tick

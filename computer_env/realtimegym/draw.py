@@ -26,21 +26,22 @@ MARGIN = 24
 INFO_BG = (24, 26, 32)
 INFO_TEXT = (236, 236, 236)
 INFO_DIM = (160, 166, 178)
-_DIRECTION_WORD = {"U": "down", "D": "up", "L": "left", "R": "right", "S": "stay",
-                   "I": "interact"}
+_DIRECTION_WORD = {"U": "down", "D": "up", "L": "left", "R": "right", "S": "stay", "I": "interact"}
 """Overcooked's action letters in screen terms (its U is a row down on screen)."""
 
 
-def _canvas(board_w: int, board_h: int, *, top: int = 0, left: int = 0,
-            bottom: int = 0) -> tuple[Image.Image, ImageDraw.ImageDraw]:
+def _canvas(
+    board_w: int, board_h: int, *, top: int = 0, left: int = 0, bottom: int = 0
+) -> tuple[Image.Image, ImageDraw.ImageDraw]:
     image = Image.new("RGB", (left + board_w + INFO_WIDTH, top + board_h + bottom), INFO_BG)
     return image, ImageDraw.Draw(image)
 
 
 def _lines(draw: ImageDraw.ImageDraw, x: int, y: int, lines: list[str], size: int = 13) -> None:
     for i, line in enumerate(lines):
-        draw.text((x, y + i * (size + 6)), line, fill=INFO_TEXT if i == 0 else INFO_DIM,
-                  font=_font(size))
+        draw.text(
+            (x, y + i * (size + 6)), line, fill=INFO_TEXT if i == 0 else INFO_DIM, font=_font(size)
+        )
 
 
 # ----- Freeway ----------------------------------------------------------------------------
@@ -72,8 +73,9 @@ def freeway_lane_labels(raw: Any) -> dict[int, str]:
     for x, y, timer, speed, _length in raw.cars:
         if x is None or speed is None:
             continue
-        label = (f"{'→' if speed > 0 else '←'} {lane_speed(speed)}, moves in "
-                 f"{next_move(timer, speed)}")
+        label = (
+            f"{'→' if speed > 0 else '←'} {lane_speed(speed)}, moves in {next_move(timer, speed)}"
+        )
         if label not in lanes[y]:
             lanes[y].append(label)
     return {lane: " | ".join(labels) or "no cars" for lane, labels in lanes.items()}
@@ -100,21 +102,25 @@ def draw_freeway(raw: Any) -> Image.Image:
         for k, cx in enumerate(cells):
             if 0 <= cx <= 8:
                 box = (cx * c + 3, y * c + 12, (cx + 1) * c - 4, (y + 1) * c - 13)
-                draw.rounded_rectangle(box, radius=8, fill=(200, 40, 40) if k == 0
-                                       else (150, 30, 30))
+                draw.rounded_rectangle(
+                    box, radius=8, fill=(200, 40, 40) if k == 0 else (150, 30, 30)
+                )
         if 0 <= x <= 8:  # the car's front: a windscreen on the side it drives to
             fx = x * c + (c - 14 if right else 6)
             draw.rectangle((fx, y * c + 18, fx + 8, (y + 1) * c - 19), fill=(170, 220, 250))
     px, py = 4 * c, raw.pos * c
     draw.polygon([(4 * c + 20, 8), (4 * c + 40, 8), (4 * c + 30, 26)], fill=(230, 40, 40))
-    draw.ellipse((px + 14, py + 14, px + c - 14, py + c - 14), fill=(250, 250, 250),
-                 outline=(40, 40, 40), width=2)
+    draw.ellipse(
+        (px + 14, py + 14, px + c - 14, py + c - 14),
+        fill=(250, 250, 250),
+        outline=(40, 40, 40),
+        width=2,
+    )
     draw.polygon([(px + 27, py + 14), (px + 33, py + 14), (px + 30, py + 6)], fill=(240, 160, 0))
     x0 = 9 * c + 10
     draw.text((x0, c // 2), "GOAL (row 0)", fill=INFO_TEXT, font=_font(13), anchor="lm")
     for lane in range(1, 9):
-        draw.text((x0, lane * c + c // 2), lanes[lane], fill=INFO_TEXT, font=_font(13),
-                  anchor="lm")
+        draw.text((x0, lane * c + c // 2), lanes[lane], fill=INFO_TEXT, font=_font(13), anchor="lm")
     draw.text((x0, 9 * c + c // 2), "START", fill=INFO_TEXT, font=_font(13), anchor="lm")
     return image
 
@@ -156,11 +162,21 @@ def draw_snake(raw: Any) -> Image.Image:
             wall = x in (0, b - 1) or y in (0, b - 1) or (x, y) in obstacles
             fill = (150, 70, 50) if wall else ((0, 77, 77) if (x + y) % 2 == 0 else (0, 102, 102))
             draw.rectangle(box(x, y), fill=fill)
-        draw.text((left + x * c + c // 2, b * c + bottom // 2), str(x), fill=INFO_DIM,
-                  font=_font(12), anchor="mm")
+        draw.text(
+            (left + x * c + c // 2, b * c + bottom // 2),
+            str(x),
+            fill=INFO_DIM,
+            font=_font(12),
+            anchor="mm",
+        )
     for y in range(b):
-        draw.text((left // 2, (b - 1 - y) * c + c // 2), str(y), fill=INFO_DIM, font=_font(12),
-                  anchor="mm")
+        draw.text(
+            (left // 2, (b - 1 - y) * c + c // 2),
+            str(y),
+            fill=INFO_DIM,
+            font=_font(12),
+            anchor="mm",
+        )
     apples = []
     for x, y in raw.food:
         life, value = raw.food_attributes[x][y]
@@ -172,17 +188,27 @@ def draw_snake(raw: Any) -> Image.Image:
         order = n - 1 - i  # 0 = the head
         draw.rounded_rectangle(box(x, y, 4), radius=10, fill=snake_segment_colour(order, n))
         if order:
-            draw.text((left + x * c + c // 2, (b - 1 - y) * c + c // 2), str(order + 1),
-                      fill=(16, 24, 16), font=_font(12), anchor="mm")
+            draw.text(
+                (left + x * c + c // 2, (b - 1 - y) * c + c // 2),
+                str(order + 1),
+                fill=(16, 24, 16),
+                font=_font(12),
+                anchor="mm",
+            )
     hx, hy = raw.snake[-1]
     ex, ey = {"L": (-1, 0), "R": (1, 0), "U": (0, -1), "D": (0, 1)}[raw.dir]  # screen dy
     cx, cy = left + hx * c + c // 2 + ex * 12, (b - 1 - hy) * c + c // 2 + ey * 12
     draw.ellipse((cx - 5, cy - 5, cx + 5, cy + 5), fill=(0, 0, 0))
     heading = {"L": "left", "R": "right", "U": "up", "D": "down"}[raw.dir]
-    lines = [f"Heading {heading}, length {len(raw.snake)}",
-             "Body numbered from the head (1);", "tail in yellow", "Apples (column, row):"]
-    lines += [f"  ({x}, {y}): {life} turn{'s' if life != 1 else ''} left"
-              for life, x, y in sorted(apples)]
+    lines = [
+        f"Heading {heading}, length {len(raw.snake)}",
+        "Body numbered from the head (1);",
+        "tail in yellow",
+        "Apples (column, row):",
+    ]
+    lines += [
+        f"  ({x}, {y}): {life} turn{'s' if life != 1 else ''} left" for life, x, y in sorted(apples)
+    ]
     _lines(draw, left + b * c + 10, 10, lines)
     return image
 
@@ -190,8 +216,14 @@ def draw_snake(raw: Any) -> Image.Image:
 # ----- Overcooked -------------------------------------------------------------------------
 
 OC_CELL = 60
-_TERRAIN = {"X": (150, 120, 90), "P": (90, 90, 100), "O": (230, 200, 120),
-            "D": (220, 220, 235), "S": (120, 180, 120), " ": (236, 226, 200)}
+_TERRAIN = {
+    "X": (150, 120, 90),
+    "P": (90, 90, 100),
+    "O": (230, 200, 120),
+    "D": (220, 220, 235),
+    "S": (120, 180, 120),
+    " ": (236, 226, 200),
+}
 _OBJECT = {"onion": (230, 190, 40), "dish": (250, 250, 250), "soup": (210, 120, 40)}
 _CHEF = [(40, 90, 230), (40, 170, 80)]
 
@@ -221,11 +253,15 @@ def draw_overcooked(raw: Any, partner_last: str | None) -> Image.Image:
 
     for y, row in enumerate(terrain):
         for x, t in enumerate(row):
-            draw.rectangle(box(x, y), fill=_TERRAIN.get(t, (200, 200, 200)),
-                           outline=(110, 100, 90))
+            draw.rectangle(box(x, y), fill=_TERRAIN.get(t, (200, 200, 200)), outline=(110, 100, 90))
             if t in "ODS":
-                draw.text(((x + 0.5) * c, top + (y + 0.5) * c), {"O": "onions", "D": "plates",
-                          "S": "serve"}[t], fill=(40, 40, 40), font=_font(11), anchor="mm")
+                draw.text(
+                    ((x + 0.5) * c, top + (y + 0.5) * c),
+                    {"O": "onions", "D": "plates", "S": "serve"}[t],
+                    fill=(40, 40, 40),
+                    font=_font(11),
+                    anchor="mm",
+                )
     pots = sorted(mdp.get_pot_locations())
     lines = ["Pots:"]
     for i, (x, y) in enumerate(pots, start=1):
@@ -234,8 +270,10 @@ def draw_overcooked(raw: Any, partner_last: str | None) -> Image.Image:
         if soup is not None and soup.name == "soup":
             n = len(soup.ingredients)
             for k in range(n):
-                draw.ellipse((x * c + 18 + k * 9, top + y * c + 26, x * c + 26 + k * 9,
-                              top + y * c + 34), fill=_OBJECT["onion"])
+                draw.ellipse(
+                    (x * c + 18 + k * 9, top + y * c + 26, x * c + 26 + k * 9, top + y * c + 34),
+                    fill=_OBJECT["onion"],
+                )
         else:
             soup = None
         lines.append(f"  pot {i}: {pot_status(soup)}")
@@ -245,8 +283,10 @@ def draw_overcooked(raw: Any, partner_last: str | None) -> Image.Image:
             draw.rectangle((x0, 7, x1, top - 7), outline=INFO_DIM)
             if soup is not None and not soup.is_idle:
                 frac = min(1.0, soup._cooking_tick / max(1, soup.cook_time))
-                draw.rectangle((x0 + 1, 8, x0 + 1 + int((x1 - x0 - 2) * frac), top - 8),
-                               fill=(90, 200, 90) if soup.is_ready else (230, 150, 40))
+                draw.rectangle(
+                    (x0 + 1, 8, x0 + 1 + int((x1 - x0 - 2) * frac), top - 8),
+                    fill=(90, 200, 90) if soup.is_ready else (230, 150, 40),
+                )
     for (x, y), obj in state.objects.items():
         if (x, y) not in pots:
             draw.ellipse(box(x, y, 20), fill=_OBJECT.get(obj.name, (200, 0, 200)))
@@ -258,9 +298,15 @@ def draw_overcooked(raw: Any, partner_last: str | None) -> Image.Image:
         draw.ellipse((cx - 5, cy - 5, cx + 5, cy + 5), fill=(20, 20, 20))
         if player.held_object is not None:
             hx, hy = x * c + c // 2 - dx * 10, top + y * c + c // 2 - dy * 10
-            draw.ellipse((hx - 7, hy - 7, hx + 7, hy + 7),
-                         fill=_OBJECT.get(player.held_object.name, (200, 0, 200)))
-    lines += ["", "You: blue chef", "Partner: green chef",
-              f"Partner's last action: {_DIRECTION_WORD.get(partner_last or '', 'none yet')}"]
+            draw.ellipse(
+                (hx - 7, hy - 7, hx + 7, hy + 7),
+                fill=_OBJECT.get(player.held_object.name, (200, 0, 200)),
+            )
+    lines += [
+        "",
+        "You: blue chef",
+        "Partner: green chef",
+        f"Partner's last action: {_DIRECTION_WORD.get(partner_last or '', 'none yet')}",
+    ]
     _lines(draw, cols * c + 10, top + 6, lines)
     return image

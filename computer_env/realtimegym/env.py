@@ -73,7 +73,8 @@ class GameComputerEnv(ComputerEnv):
         self.max_turns = max_turns or MAX_TURNS
         self._cond = threading.Condition(threading.RLock())
         self._backend: GameBackend = (game_factory or make_realtimegym_backend)(
-            self.game, load, seed)
+            self.game, load, seed
+        )
         self._backend.reset()
         self._screen = GameScreen(self._backend, self.game, frame_scale)
         self.panel = self._screen.panel
@@ -97,8 +98,9 @@ class GameComputerEnv(ComputerEnv):
         """The current frame with the control panel (starts the realtime clock on first call)."""
         with self._cond:
             self._raise_clock_error()
-            image = self._screen.compose(status_line(self._backend.turn, self.max_turns,
-                                                     self._backend.score))
+            image = self._screen.compose(
+                status_line(self._backend.turn, self.max_turns, self._backend.score)
+            )
             self._seen_turn = self._backend.turn
             self._lost_since_seen = 0
             if self.pacing == "wallclock" and self._clock.started_at is None and not self.done:
@@ -117,8 +119,9 @@ class GameComputerEnv(ComputerEnv):
             action = input_to_action(event, self.game, self.panel)
             what = describe(event)
             if action is None:
-                pending = PendingTurn(self.spec.default_action, "default",
-                                      f"unmapped input ({what})", self._seen_turn)
+                pending = PendingTurn(
+                    self.spec.default_action, "default", f"unmapped input ({what})", self._seen_turn
+                )
             else:
                 pending = PendingTurn(action, "agent", what, self._seen_turn)
             if self.pacing == "turn":
@@ -126,8 +129,11 @@ class GameComputerEnv(ComputerEnv):
             else:
                 record = self._queue_and_wait(pending)
             over = self._backend.score if self.done else None
-            return StepResult(output=explain(record, what, action is None, over),
-                              done=self.done, info=self._info())
+            return StepResult(
+                output=explain(record, what, action is None, over),
+                done=self.done,
+                info=self._info(),
+            )
 
     def finish(self, answer: str, *, infeasible: bool = False) -> None:
         """End the episode: stop the clock and play the remaining turns with the default action."""
@@ -135,8 +141,7 @@ class GameComputerEnv(ComputerEnv):
         with self._cond:
             self.answer = answer
             while not self.done:
-                self._play(PendingTurn(self.spec.default_action, "default", "after finish",
-                                       None))
+                self._play(PendingTurn(self.spec.default_action, "default", "after finish", None))
             self._finished = True
             self._cond.notify_all()
 
@@ -205,8 +210,9 @@ class GameComputerEnv(ComputerEnv):
         played = 0
         with self._cond:
             while played < turns and not self.done:
-                self._play(PendingTurn(self.spec.default_action, "default", reason,
-                                       self._seen_turn))
+                self._play(
+                    PendingTurn(self.spec.default_action, "default", reason, self._seen_turn)
+                )
                 played += 1
             self._lost_since_seen += played
         return played
@@ -215,22 +221,35 @@ class GameComputerEnv(ComputerEnv):
 
     def _drop_if_late(self, pending: PendingTurn) -> PendingTurn:
         """RealtimeGym's rule for an action that comes after lost turns (see the docstring)."""
-        if (pending.source != "agent" or not self._lost_since_seen
-                or not self.spec.drops_late_actions):
+        if (
+            pending.source != "agent"
+            or not self._lost_since_seen
+            or not self.spec.drops_late_actions
+        ):
             return pending
         meant = (self._seen_turn or 0) + 1
-        return PendingTurn(self.spec.default_action, "default",
-                           f"dropped {pending.action} ({pending.reason}): meant for turn {meant}, "
-                           f"{self._lost_since_seen} turn(s) passed while the model thought",
-                           pending.seen_turn, dropped=pending.action)
+        return PendingTurn(
+            self.spec.default_action,
+            "default",
+            f"dropped {pending.action} ({pending.reason}): meant for turn {meant}, "
+            f"{self._lost_since_seen} turn(s) passed while the model thought",
+            pending.seen_turn,
+            dropped=pending.action,
+        )
 
     def _play(self, pending: PendingTurn) -> TurnRecord:
         """Play one turn now (caller holds the lock)."""
         self._backend.advance(pending.action)
-        record = TurnRecord(turn=self._backend.turn, action=pending.action, source=pending.source,
-                            reason=pending.reason, seen_turn=pending.seen_turn,
-                            score=self._backend.score, elapsed_s=time.monotonic() - self._t0,
-                            dropped=pending.dropped)
+        record = TurnRecord(
+            turn=self._backend.turn,
+            action=pending.action,
+            source=pending.source,
+            reason=pending.reason,
+            seen_turn=pending.seen_turn,
+            score=self._backend.score,
+            elapsed_s=time.monotonic() - self._t0,
+            dropped=pending.dropped,
+        )
         self._history.append(record)
         self._cond.notify_all()
         return record
@@ -242,15 +261,18 @@ class GameComputerEnv(ComputerEnv):
                 return False
             pending, self._pending = self._pending, None
             if pending is None:
-                pending = PendingTurn(self.spec.default_action, "default", "no input in time",
-                                      self._seen_turn)
+                pending = PendingTurn(
+                    self.spec.default_action, "default", "no input in time", self._seen_turn
+                )
             self._play(pending)
             return not self.done
 
     def _queue_and_wait(self, pending: PendingTurn) -> TurnRecord:
         """Queue an input for the next tick and wait (lock held) until that tick played it."""
         if self._pending is not None:
-            log.info("input %r replaced by %r before its turn", self._pending.reason, pending.reason)
+            log.info(
+                "input %r replaced by %r before its turn", self._pending.reason, pending.reason
+            )
         self._pending = pending
         target = self._backend.turn + 1
         if self._clock.started_at is None:  # the agent acted before its first observe()
@@ -261,8 +283,10 @@ class GameComputerEnv(ComputerEnv):
             self._raise_clock_error()
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                raise TimeoutError(f"the game clock did not play turn {target} within "
-                                   f"{2 * self.turn_seconds + 5.0:.1f}s")
+                raise TimeoutError(
+                    f"the game clock did not play turn {target} within "
+                    f"{2 * self.turn_seconds + 5.0:.1f}s"
+                )
             self._cond.wait(remaining)
         for record in reversed(self._history):
             if record.turn == target:
@@ -278,14 +302,21 @@ class GameComputerEnv(ComputerEnv):
         while not self.done and (remaining := deadline - time.monotonic()) > 0:
             self._cond.wait(remaining)
         passed = self._backend.turn - start_turn
-        return StepResult(output=f"Waited {seconds:g}s; {passed} turn(s) passed with the default "
-                                 f"action {self.spec.default_action}.",
-                          done=self.done, info=self._info())
+        return StepResult(
+            output=f"Waited {seconds:g}s; {passed} turn(s) passed with the default "
+            f"action {self.spec.default_action}.",
+            done=self.done,
+            info=self._info(),
+        )
 
     def _info(self) -> dict[str, Any]:
-        return {"turn": self._backend.turn, "score": self._backend.score,
-                "default_turns": self.default_turns, "dropped_actions": self.dropped_actions,
-                "pacing": self.pacing}
+        return {
+            "turn": self._backend.turn,
+            "score": self._backend.score,
+            "default_turns": self.default_turns,
+            "dropped_actions": self.dropped_actions,
+            "pacing": self.pacing,
+        }
 
     def _raise_clock_error(self) -> None:
         if self._clock.error is not None:

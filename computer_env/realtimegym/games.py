@@ -84,8 +84,7 @@ SPECS: dict[str, GameSpec] = {
     "overcooked": GameSpec(
         name="overcooked",
         env_prefix="Overcooked",
-        intents={"up": "D", "down": "U", "left": "L", "right": "R", "interact": "I",
-                 "stay": "S"},
+        intents={"up": "D", "down": "U", "left": "L", "right": "R", "interact": "I", "stay": "S"},
         default_action="S",
         drops_late_actions=False,
         instruction=(

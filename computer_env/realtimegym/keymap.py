@@ -5,17 +5,31 @@ from __future__ import annotations
 from computer_env.realtimegym.games import Intent, game_spec
 
 KEY_INTENTS: dict[str, Intent] = {
-    "w": "up", "up": "up", "arrowup": "up",
-    "s": "down", "down": "down", "arrowdown": "down",
-    "a": "left", "left": "left", "arrowleft": "left",
-    "d": "right", "right": "right", "arrowright": "right",
+    "w": "up",
+    "up": "up",
+    "arrowup": "up",
+    "s": "down",
+    "down": "down",
+    "arrowdown": "down",
+    "a": "left",
+    "left": "left",
+    "arrowleft": "left",
+    "d": "right",
+    "right": "right",
+    "arrowright": "right",
     "f": "interact",
-    "space": "stay", " ": "stay",
+    "space": "stay",
+    " ": "stay",
 }
 """Key name (pyautogui style, case-insensitive) -> screen intent."""
 
 INTENT_KEYS: dict[Intent, str] = {
-    "up": "w", "down": "s", "left": "a", "right": "d", "interact": "f", "stay": "space",
+    "up": "w",
+    "down": "s",
+    "left": "a",
+    "right": "d",
+    "interact": "f",
+    "stay": "space",
 }
 """The canonical key for each intent (shown on the buttons, used by the reference player)."""
 

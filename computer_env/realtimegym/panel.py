@@ -75,10 +75,15 @@ class ControlPanel:
         self.buttons: list[Button] = []
         for i, (intent, action) in enumerate(spec.intents.items()):
             x0 = GAP + i * (button_w + GAP)
-            self.buttons.append(Button(action=action, intent=intent,
-                                       label=spec.labels.get(intent, intent.capitalize()),
-                                       key_hint=INTENT_KEYS[intent].capitalize(),
-                                       box=(x0, y0, x0 + button_w, y1)))
+            self.buttons.append(
+                Button(
+                    action=action,
+                    intent=intent,
+                    label=spec.labels.get(intent, intent.capitalize()),
+                    key_hint=INTENT_KEYS[intent].capitalize(),
+                    box=(x0, y0, x0 + button_w, y1),
+                )
+            )
 
     @staticmethod
     def min_width(game: str) -> int:
@@ -98,16 +103,16 @@ class ControlPanel:
         image = Image.new("RGB", (self.width, self.height), BACKGROUND)
         draw = ImageDraw.Draw(image)
         if status:
-            draw.text((GAP, STATUS_HEIGHT // 2), status, fill=STATUS_TEXT, font=_font(14),
-                      anchor="lm")
+            draw.text(
+                (GAP, STATUS_HEIGHT // 2), status, fill=STATUS_TEXT, font=_font(14), anchor="lm"
+            )
         for button in self.buttons:
             x0, y0, x1, y1 = button.box
             box = (x0, y0 - self.top, x1 - 1, y1 - 1 - self.top)
             draw.rounded_rectangle(box, radius=6, fill=BUTTON_FILL, outline=BUTTON_EDGE, width=2)
             cx, cy = (x0 + x1) // 2, (y0 + y1) // 2 - self.top
             draw.text((cx, cy - 8), button.label, fill=TEXT, font=_font(14), anchor="mm")
-            draw.text((cx, cy + 11), f"[{button.key_hint}]", fill=TEXT, font=_font(11),
-                      anchor="mm")
+            draw.text((cx, cy + 11), f"[{button.key_hint}]", fill=TEXT, font=_font(11), anchor="mm")
         return image
 
     def compose(self, frame: Image.Image, status: str = "") -> Image.Image:

@@ -20,7 +20,9 @@ from computer_env.realtimegym.games import MAX_TURNS
 class ScriptedGame:
     """The toy game (see the module docstring)."""
 
-    def __init__(self, *, goal: int = 5, max_turns: int = MAX_TURNS, size: tuple[int, int] = (360, 240)) -> None:
+    def __init__(
+        self, *, goal: int = 5, max_turns: int = MAX_TURNS, size: tuple[int, int] = (360, 240)
+    ) -> None:
         self.goal = goal
         self.max_turns = max_turns
         self.size = size

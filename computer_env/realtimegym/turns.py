@@ -51,11 +51,15 @@ def explain(record: TurnRecord, what: str, unmapped: bool, final_score: float | 
     ``unmapped``: the input was no game control; ``final_score``: the score when the game is
     over after this turn, else None."""
     if record.dropped is not None:
-        text = (f"Too late: {record.reason}; turn {record.turn} took the default action "
-                f"{record.action}.")
+        text = (
+            f"Too late: {record.reason}; turn {record.turn} took the default action "
+            f"{record.action}."
+        )
     elif unmapped:
-        text = (f"{what[0].upper()}{what[1:]} is not a game control; turn {record.turn} "
-                f"took the default action {record.action}.")
+        text = (
+            f"{what[0].upper()}{what[1:]} is not a game control; turn {record.turn} "
+            f"took the default action {record.action}."
+        )
     else:
         text = f"Action {record.action} ({record.reason}) played on turn {record.turn}."
     if record.lag and record.dropped is None:

@@ -12,5 +12,13 @@ from computer_env.synthetic.tasks import (
 )
 from computer_env.synthetic.verifier import VerifierError, run_verifier
 
-__all__ = ["EXAMPLES_DIR", "InitialState", "SyntheticTask", "SyntheticTaskError", "VerifierError",
-           "load_synthetic_dir", "load_synthetic_file", "run_verifier"]
+__all__ = [
+    "EXAMPLES_DIR",
+    "InitialState",
+    "SyntheticTask",
+    "SyntheticTaskError",
+    "VerifierError",
+    "load_synthetic_dir",
+    "load_synthetic_file",
+    "run_verifier",
+]

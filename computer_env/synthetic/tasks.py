@@ -25,8 +25,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from pydantic import (BaseModel, ConfigDict, Field, ValidationError, field_validator,
-                      model_validator)
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 from computer_env.osworld.builtin import SolutionFormatError, _check_step
@@ -34,9 +33,11 @@ from computer_env.osworld.guards.confine import ConfinementError, check_task
 
 EXAMPLES_DIR = Path(__file__).resolve().parent / "examples"
 
-_WRITE_FILE = ("import base64, os, sys; p = os.path.expanduser(sys.argv[1]); "
-               "os.makedirs(os.path.dirname(p) or '.', exist_ok=True); "
-               "open(p, 'wb').write(base64.b64decode(sys.argv[2]))")
+_WRITE_FILE = (
+    "import base64, os, sys; p = os.path.expanduser(sys.argv[1]); "
+    "os.makedirs(os.path.dirname(p) or '.', exist_ok=True); "
+    "open(p, 'wb').write(base64.b64decode(sys.argv[2]))"
+)
 
 
 class SyntheticTaskError(ValueError):
@@ -80,8 +81,15 @@ class InitialState(BaseModel):
         steps: list[dict[str, Any]] = []
         for path, text in self.files.items():
             data = base64.b64encode(text.encode("utf-8")).decode("ascii")
-            steps.append({"type": "execute", "parameters": {
-                "command": ["python3", "-c", _WRITE_FILE, path, data], "shell": False}})
+            steps.append(
+                {
+                    "type": "execute",
+                    "parameters": {
+                        "command": ["python3", "-c", _WRITE_FILE, path, data],
+                        "shell": False,
+                    },
+                }
+            )
         return steps + [s.model_dump() for s in self.setup]
 
 
@@ -106,8 +114,9 @@ class SyntheticTask(BaseModel):
         except SyntaxError as exc:
             raise ValueError(f"not valid Python (line {exc.lineno}: {exc.msg})") from None
         if not any(isinstance(n, ast.FunctionDef) and n.name == "verify" for n in tree.body):
-            raise ValueError("must define a function verify() (returns True/False or a score "
-                             "in [0, 1])")
+            raise ValueError(
+                "must define a function verify() (returns True/False or a score in [0, 1])"
+            )
         return code
 
     @property
@@ -122,8 +131,7 @@ def _check_solution(path: Path, steps: list[dict[str, Any]]) -> None:
     except SolutionFormatError as exc:
         raise SyntheticTaskError(path, str(exc)) from None
     if not steps or steps[-1]["tool_call"]["tool_name"] != "answer":
-        raise SyntheticTaskError(path, "field reference_solution: the last step must be an "
-                                       "answer")
+        raise SyntheticTaskError(path, "field reference_solution: the last step must be an answer")
 
 
 def load_synthetic_file(path: Path) -> SyntheticTask:
@@ -155,8 +163,9 @@ def load_synthetic_dir(folder: Path) -> list[SyntheticTask]:
     for path in sorted(Path(folder).glob("*.json")):
         task = load_synthetic_file(path)
         if task.case_id in seen:
-            raise SyntheticTaskError(path, f"field task_id: {task.task_id!r} is also in "
-                                           f"{seen[task.case_id].name}")
+            raise SyntheticTaskError(
+                path, f"field task_id: {task.task_id!r} is also in {seen[task.case_id].name}"
+            )
         seen[task.case_id] = path
         tasks.append(task)
     return tasks

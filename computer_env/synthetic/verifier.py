@@ -71,8 +71,13 @@ def run_verifier(client: DesktopClient, code: str, *, timeout_s: float) -> Verif
         if kind == "crashed":
             last = message.strip().splitlines()[-1] if message.strip() else "?"
             message = f"the verifier crashed: {last}\n{message}"
-        return VerifierRun(None, seconds, kind if kind in _KINDS else "died",  # type: ignore[arg-type]
-                           message, "verify")
+        return VerifierRun(
+            None,
+            seconds,
+            kind if kind in _KINDS else "died",  # type: ignore[arg-type]
+            message,
+            "verify",
+        )
     return _run_python(client, code, timeout_s, t0)
 
 
@@ -85,40 +90,58 @@ def _scored(value: object, seconds: float, route: str) -> VerifierRun:
     except (TypeError, ValueError):
         return VerifierRun(None, seconds, "bad", f"verify() returned {value!r}", route)
     if not 0.0 <= score <= 1.0:
-        return VerifierRun(None, seconds, "out_of_range",
-                           f"verify() returned {score:g}, outside [0, 1]", route)
+        return VerifierRun(
+            None, seconds, "out_of_range", f"verify() returned {score:g}, outside [0, 1]", route
+        )
     return VerifierRun(score, seconds, route=route)
 
 
 def _run_python(client: DesktopClient, code: str, timeout_s: float, t0: float) -> VerifierRun:
     """The fallback for servers without ``/verify`` (upstream OSWorld VMs)."""
     marker = f"{MARKER}{secrets.token_hex(16)}@@"
-    script = (guest_programs.read("verifier_run.py")
-              + f"\nrun({code!r}, {marker!r}, {SAFE_PATH!r})\n")
+    script = (
+        guest_programs.read("verifier_run.py") + f"\nrun({code!r}, {marker!r}, {SAFE_PATH!r})\n"
+    )
     try:
         answer = client.run_python(script, timeout=timeout_s)
     except DesktopRequestError as exc:
         low = exc.message.lower()
         if "timeout" in low or "timed out" in low or "too long" in low:
-            return VerifierRun(None, round(time.monotonic() - t0, 3), "timeout",
-                               f"the verifier ran out of time ({timeout_s:g} s)", "run_python")
+            return VerifierRun(
+                None,
+                round(time.monotonic() - t0, 3),
+                "timeout",
+                f"the verifier ran out of time ({timeout_s:g} s)",
+                "run_python",
+            )
         raise
     seconds = round(time.monotonic() - t0, 3)
     output = str(answer.get("output") or "")
     lines = [ln for ln in output.splitlines() if ln.startswith(marker)]
     if len(lines) != 1:
         err = str(answer.get("error") or answer.get("message") or "")[-300:]
-        return VerifierRun(None, seconds, "died", f"the verifier printed {len(lines)} results "
-                           f"(exit {answer.get('return_code')}): {err.strip()}", "run_python")
-    data = json.loads(lines[0][len(marker):])
+        return VerifierRun(
+            None,
+            seconds,
+            "died",
+            f"the verifier printed {len(lines)} results "
+            f"(exit {answer.get('return_code')}): {err.strip()}",
+            "run_python",
+        )
+    data = json.loads(lines[0][len(marker) :])
     if "error" in data:
         last = data["error"].strip().splitlines()[-1] if data["error"].strip() else "?"
-        return VerifierRun(None, seconds, "crashed",
-                           f"the verifier crashed: {last}\n{data['error']}", "run_python")
+        return VerifierRun(
+            None, seconds, "crashed", f"the verifier crashed: {last}\n{data['error']}", "run_python"
+        )
     if "bad" in data:
-        return VerifierRun(None, seconds, "bad",
-                           f"verify() returned {data['bad']}, not True/False or a score",
-                           "run_python")
+        return VerifierRun(
+            None,
+            seconds,
+            "bad",
+            f"verify() returned {data['bad']}, not True/False or a score",
+            "run_python",
+        )
     return _scored(data.get("result"), seconds, "run_python")
 
 

@@ -36,8 +36,10 @@ def _w(text: str, char: float = CHAR) -> float:
 
 
 def _t(x: float, y: float, text: str, cls: str = "", anchor: str = "middle") -> str:
-    return (f'<text x="{x:.1f}" y="{y:.1f}" text-anchor="{anchor}" class="{cls}">'
-            f"{html.escape(text)}</text>")
+    return (
+        f'<text x="{x:.1f}" y="{y:.1f}" text-anchor="{anchor}" class="{cls}">'
+        f"{html.escape(text)}</text>"
+    )
 
 
 def _wrap(text: str, width: float) -> list[str]:
@@ -89,11 +91,14 @@ def sequence_svg(source: str) -> str:
     for kind, ev in events:
         if kind == "divider":
             y += 14
-            body.append(f'<line x1="10" y1="{y:.1f}" x2="{width - 10:.1f}" y2="{y:.1f}" '
-                        'class="divider"/>')
+            body.append(
+                f'<line x1="10" y1="{y:.1f}" x2="{width - 10:.1f}" y2="{y:.1f}" class="divider"/>'
+            )
             tw = _w(ev) + 16
-            body.append(f'<rect x="{width / 2 - tw / 2:.1f}" y="{y - 11:.1f}" width="{tw:.1f}" '
-                        'height="20" rx="3" class="divider-label"/>')
+            body.append(
+                f'<rect x="{width / 2 - tw / 2:.1f}" y="{y - 11:.1f}" width="{tw:.1f}" '
+                'height="20" rx="3" class="divider-label"/>'
+            )
             body.append(_t(width / 2, y + 4, ev, "label strong"))
             y += 24
         elif kind == "note":
@@ -105,8 +110,10 @@ def sequence_svg(source: str) -> str:
                 x1, x2 = max(10, mid - 115), min(xs[-1] + gap / 2 + 10, mid + 115)
             lines = _wrap(text, x2 - x1 - 12)
             h = len(lines) * LINE + 8
-            body.append(f'<rect x="{x1:.1f}" y="{y:.1f}" width="{x2 - x1:.1f}" height="{h}" '
-                        'rx="3" class="note"/>')
+            body.append(
+                f'<rect x="{x1:.1f}" y="{y:.1f}" width="{x2 - x1:.1f}" height="{h}" '
+                'rx="3" class="note"/>'
+            )
             for i, ln in enumerate(lines):
                 body.append(_t((x1 + x2) / 2, y + 16 + i * LINE, ln, "label"))
             y += h + 12
@@ -116,8 +123,10 @@ def sequence_svg(source: str) -> str:
             x1, x2 = xs[index[src]], xs[index[dst]]
             if src == dst:
                 lines = _wrap(text, gap * 1.6)
-                body.append(f'<path d="M{x1:.1f},{y + 4:.1f} h28 v{14 + LINE * (len(lines) - 1)}'
-                            f' h-26" class="{cls}" marker-end="url(#arrow)"/>')
+                body.append(
+                    f'<path d="M{x1:.1f},{y + 4:.1f} h28 v{14 + LINE * (len(lines) - 1)}'
+                    f' h-26" class="{cls}" marker-end="url(#arrow)"/>'
+                )
                 for i, ln in enumerate(lines):
                     body.append(_t(x1 + 34, y + 8 + i * LINE, ln, "label", "start"))
                 y += 30 + LINE * (len(lines) - 1)
@@ -125,30 +134,36 @@ def sequence_svg(source: str) -> str:
                 lines = _wrap(text, max(abs(x2 - x1) - 12, 210))  # may cross a lifeline
                 y += 2 + LINE * len(lines)
                 for i, ln in enumerate(lines):
-                    body.append(_t((x1 + x2) / 2, y - 4 - LINE * (len(lines) - 1 - i), ln,
-                                   "label"))
-                body.append(f'<line x1="{x1:.1f}" y1="{y:.1f}" x2="{x2:.1f}" y2="{y:.1f}" '
-                            f'class="{cls}" marker-end="url(#arrow)"/>')
+                    body.append(_t((x1 + x2) / 2, y - 4 - LINE * (len(lines) - 1 - i), ln, "label"))
+                body.append(
+                    f'<line x1="{x1:.1f}" y1="{y:.1f}" x2="{x2:.1f}" y2="{y:.1f}" '
+                    f'class="{cls}" marker-end="url(#arrow)"/>'
+                )
                 y += 12
     height = y + 50
     head: list[str] = []
     for x, (_, label) in zip(xs, parts):
         bw = _w(label) + 20
-        head.append(f'<line x1="{x:.1f}" y1="40" x2="{x:.1f}" y2="{height - 36:.1f}" '
-                    'class="lifeline"/>')
+        head.append(
+            f'<line x1="{x:.1f}" y1="40" x2="{x:.1f}" y2="{height - 36:.1f}" class="lifeline"/>'
+        )
         for top in (10.0, height - 40):
-            head.append(f'<rect x="{x - bw / 2:.1f}" y="{top:.1f}" width="{bw:.1f}" height="30" '
-                        'rx="4" class="actor"/>')
+            head.append(
+                f'<rect x="{x - bw / 2:.1f}" y="{top:.1f}" width="{bw:.1f}" height="30" '
+                'rx="4" class="actor"/>'
+            )
             head.append(_t(x, top + 19, label, "label strong"))
     return _svg(width, height, head + body)
 
 
 def _svg(width: float, height: float, body: list[str]) -> str:
-    return (f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width:.0f} {height:.0f}" '
-            f'width="{width:.0f}" class="holo-svg" role="img">'
-            '<defs><marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" '
-            'markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" '
-            'class="arrowhead"/></marker></defs>' + "".join(body) + "</svg>")
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width:.0f} {height:.0f}" '
+        f'width="{width:.0f}" class="holo-svg" role="img">'
+        '<defs><marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" '
+        'markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" '
+        'class="arrowhead"/></marker></defs>' + "".join(body) + "</svg>"
+    )
 
 
 def layer_svg(source: str) -> str:
@@ -163,8 +178,9 @@ def layer_svg(source: str) -> str:
     body: list[str] = []
     for i, (name, parts, caption) in enumerate(rows):
         h = 78 if parts else 50
-        body.append(f'<rect x="20" y="{y:.1f}" width="{inner:.1f}" height="{h}" rx="6" '
-                    'class="layer"/>')
+        body.append(
+            f'<rect x="20" y="{y:.1f}" width="{inner:.1f}" height="{h}" rx="6" class="layer"/>'
+        )
         body.append(_t(32, y + 20, name, "label strong", "start"))
         if caption:
             body.append(_t(width - 32, y + 20, caption, "label muted", "end"))
@@ -172,16 +188,20 @@ def layer_svg(source: str) -> str:
             pw = (inner - 24 - 8 * (len(parts) - 1)) / len(parts)
             for j, part in enumerate(parts):
                 px = 32 + j * (pw + 8)
-                body.append(f'<rect x="{px:.1f}" y="{y + 32:.1f}" width="{pw:.1f}" height="34" '
-                            'rx="4" class="part"/>')
+                body.append(
+                    f'<rect x="{px:.1f}" y="{y + 32:.1f}" width="{pw:.1f}" height="34" '
+                    'rx="4" class="part"/>'
+                )
                 label = part
                 while _w(label, 6.4) > pw - 8 and len(label) > 4:
                     label = label[:-2] + "…"
                 body.append(_t(px + pw / 2, y + 53, label, "label small"))
         y += h
         if i < len(rows) - 1:
-            body.append(f'<line x1="{width / 2:.1f}" y1="{y + 2:.1f}" x2="{width / 2:.1f}" '
-                        f'y2="{y + 22:.1f}" class="msg" marker-end="url(#arrow)"/>')
+            body.append(
+                f'<line x1="{width / 2:.1f}" y1="{y + 2:.1f}" x2="{width / 2:.1f}" '
+                f'y2="{y + 22:.1f}" class="msg" marker-end="url(#arrow)"/>'
+            )
             y += 26
     return _svg(width, y + 10, body)
 

@@ -82,8 +82,14 @@ def write(path: Path, text: str) -> None:
 
 
 def header(title: str, source: str) -> list[str]:
-    return [f"# {title}", "", "```{note}", f"Generated from {source} at every build of the site: "
-            "edit the code, not this page.", "```", ""]
+    return [
+        f"# {title}",
+        "",
+        "```{note}",
+        f"Generated from {source} at every build of the site: edit the code, not this page.",
+        "```",
+        "",
+    ]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -111,7 +117,7 @@ def options_page() -> str:
 
     lines = header("Options", "the option declarations (`fixtures/run/config/settings*.py`)")
     lines += [
-        f"The suite's {len(group.options)} options, shown under \"{opts.GROUP}\" in "
+        f'The suite\'s {len(group.options)} options, shown under "{opts.GROUP}" in '
         "`pytest --help`. Each is declared once, as a field of a section of the run's "
         "`Settings` ({py:mod}`fixtures.run.config.option_spec`); the parser, `pytest --help` "
         "and this page come from that declaration. An option given on the command line beats "
@@ -127,15 +133,21 @@ def options_page() -> str:
             if d is not None and opts.is_flag(d):
                 default = "off"
             twins = " ".join(code(e) for e in d.opt.env) if d is not None and d.opt else ""
-            lines.append(f"| [{code(flag)}](#{anchor(flag)}) | [{section}](#section-{section}) "
-                         f"| {_default_cell(d, default)} | {twins} |")
+            lines.append(
+                f"| [{code(flag)}](#{anchor(flag)}) | [{section}](#section-{section}) "
+                f"| {_default_cell(d, default)} | {twins} |"
+            )
     lines.append("")
     for section, items in sections.items():
         model = SECTIONS.get(section)
         lines += [f"({'section-' + section})=", f"## `{section}`", ""]
         if model is not None and model.__doc__:
-            lines += [md_roles(inspect.cleandoc(model.__doc__)), "",
-                      f"Settings model: {{py:class}}`{model.__module__}.{model.__name__}`.", ""]
+            lines += [
+                md_roles(inspect.cleandoc(model.__doc__)),
+                "",
+                f"Settings model: {{py:class}}`{model.__module__}.{model.__name__}`.",
+                "",
+            ]
         for option, d in items:
             lines += option_entry(option, d, opts)
     return "\n".join(lines) + "\n"
@@ -166,8 +178,7 @@ def option_entry(option: Any, d: Any, opts: Any) -> list[str]:
     assert d.opt is not None
     lines += [plain(d.opt.help) + ".", ""]
     rows: list[tuple[str, str]] = []
-    kind = ("switch" if opts.is_flag(d) else
-            "repeatable" if d.opt.repeat else "value")
+    kind = "switch" if opts.is_flag(d) else "repeatable" if d.opt.repeat else "value"
     rows.append(("kind", kind))
     default = opts.default_text(d)
     if opts.is_flag(d):
@@ -181,11 +192,13 @@ def option_entry(option: Any, d: Any, opts: Any) -> list[str]:
     allowed = opts.choices(d.info.annotation)
     if allowed:
         rows.append(("choices", ", ".join(code(c) for c in allowed)))
-    rows.append(("environment", " / ".join(code(e) for e in d.opt.env) if d.opt.env
-                 else "no twin"))
+    rows.append(("environment", " / ".join(code(e) for e in d.opt.env) if d.opt.env else "no twin"))
     if d.profile is not None:
-        unless = (f" (unless {', '.join(code(u) for u in d.profile.unless)} given)"
-                  if d.profile.unless else "")
+        unless = (
+            f" (unless {', '.join(code(u) for u in d.profile.unless)} given)"
+            if d.profile.unless
+            else ""
+        )
         rows.append(("--profile", f"sets it from the profile's {code(d.profile.field)}{unless}"))
     rows.append(("settings field", code(f"settings.{d.section}.{d.field}")))
     lines += [f"- **{k}**: {v}" for k, v in rows]
@@ -216,8 +229,11 @@ def field_notes(model: type) -> dict[str, str]:
                 continue
             name = node.target.id
             after = body[i + 1] if i + 1 < len(body) else None
-            if (isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant)
-                    and isinstance(after.value.value, str)):
+            if (
+                isinstance(after, ast.Expr)
+                and isinstance(after.value, ast.Constant)
+                and isinstance(after.value.value, str)
+            ):
                 notes[name] = inspect.cleandoc(after.value.value)
                 continue
             comments = []
@@ -317,9 +333,13 @@ def schema_page(name: str, target: str, slug: str, note: str) -> str:
         lines += [f"({label})=", f"## {title}", ""]
         if m.__doc__ and m.__doc__ is not getattr(m.__mro__[1], "__doc__", None):
             lines += [md_roles(inspect.cleandoc(m.__doc__)), ""]
-        lines += [f"Model: {{py:class}}`{m.__module__}.{m.__name__}`"
-                  f"{'; extra fields are refused' if m.model_config.get('extra') == 'forbid' else ''}.",
-                  "", "| field | type | default | description |", "|---|---|---|---|"]
+        lines += [
+            f"Model: {{py:class}}`{m.__module__}.{m.__name__}`"
+            f"{'; extra fields are refused' if m.model_config.get('extra') == 'forbid' else ''}.",
+            "",
+            "| field | type | default | description |",
+            "|---|---|---|---|",
+        ]
         notes = field_notes(m)
         for fname, info in m.model_fields.items():
             key = info.serialization_alias or info.alias or fname
@@ -391,7 +411,8 @@ def _main_modules() -> list[tuple[str, Path]]:
         for path in sorted((ROOT / package).rglob("*.py")):
             text = path.read_text()
             if path.name == "__main__.py" or re.search(
-                    r"^if __name__ == [\"']__main__[\"']:", text, re.M):
+                r"^if __name__ == [\"']__main__[\"']:", text, re.M
+            ):
                 parts = path.relative_to(ROOT).with_suffix("").parts
                 if parts[-1] == "__main__":
                     parts = parts[:-1]
@@ -410,8 +431,11 @@ def _main_source(path: Path) -> tuple[str, Path] | None:
     if re.search(r"^if __name__ == [\"']__main__[\"']:", text, re.M):
         return None
     for node in ast.walk(ast.parse(text)):
-        if (isinstance(node, ast.ImportFrom) and node.module
-                and any(a.name == "main" for a in node.names)):
+        if (
+            isinstance(node, ast.ImportFrom)
+            and node.module
+            and any(a.name == "main" for a in node.names)
+        ):
             return node.module, ROOT / Path(*node.module.split(".")).with_suffix(".py")
     return None
 
@@ -455,8 +479,10 @@ def _rst_ok(text: str) -> bool:
     from docutils.core import publish_doctree
 
     stream = io.StringIO()
-    publish_doctree(ROLE.sub(r"``\2``", text), settings_overrides={
-        "warning_stream": stream, "report_level": 2, "halt_level": 5})
+    publish_doctree(
+        ROLE.sub(r"``\2``", text),
+        settings_overrides={"warning_stream": stream, "report_level": 2, "halt_level": 5},
+    )
     return not stream.getvalue()
 
 
@@ -471,11 +497,17 @@ def _rst_block(docstring: str) -> list[str]:
 
 
 def entry_points_page(internal: set[str]) -> str:
-    lines = header("Entry points", "the packages' `__main__` modules, the modules with a "
-                   "`__name__ == \"__main__\"` guard and `scripts/`")
-    lines += ["Every program of the project: what `python -m NAME` runs, and the scripts "
-              "under `scripts/` (`python scripts/NAME.py`). Each says what it is for in its "
-              "docstring; where it parses arguments, its `--help` follows.", ""]
+    lines = header(
+        "Entry points",
+        "the packages' `__main__` modules, the modules with a "
+        '`__name__ == "__main__"` guard and `scripts/`',
+    )
+    lines += [
+        "Every program of the project: what `python -m NAME` runs, and the scripts "
+        "under `scripts/` (`python scripts/NAME.py`). Each says what it is for in its "
+        "docstring; where it parses arguments, its `--help` follows.",
+        "",
+    ]
     modules = _main_modules()
     unknown = internal - {n for n, _ in modules}
     if unknown:
@@ -488,10 +520,14 @@ def entry_points_page(internal: set[str]) -> str:
         usage = _help_of_module(name, path)
         if usage:
             lines += ["```text", usage.rstrip(), "```", ""]
-    lines += ["## Started by the harness", "",
-              "Programs the harness or a desktop starts on its own (a child process, a "
-              "sandbox's init, the scoring process); listed so that a process list can be "
-              "read. They are not meant to be run by hand.", ""]
+    lines += [
+        "## Started by the harness",
+        "",
+        "Programs the harness or a desktop starts on its own (a child process, a "
+        "sandbox's init, the scoring process); listed so that a process list can be "
+        "read. They are not meant to be run by hand.",
+        "",
+    ]
     for name, path in hidden:
         lines += [f"### `python -m {name}`", ""] + _rst_block(_docstring(path))
     lines += ["## Scripts", ""]
@@ -506,8 +542,11 @@ def entry_points_page(internal: set[str]) -> str:
             if usage:
                 lines += ["```text", usage.rstrip(), "```", ""]
         else:
-            comment = [line[1:].strip() for line in path.read_text().splitlines()[1:]
-                       if line.startswith("#")]
+            comment = [
+                line[1:].strip()
+                for line in path.read_text().splitlines()[1:]
+                if line.startswith("#")
+            ]
             lines += [" ".join(_leading(comment)), ""]
     return "\n".join(lines) + "\n"
 
@@ -530,11 +569,15 @@ def markers_page() -> str:
     ini = configparser.ConfigParser(interpolation=None)
     ini.read(ROOT / "pytest.ini")
     lines = header("Markers", "`pytest.ini`")
-    lines += ["Select with `-m`, e.g. `pytest tests/osworld -m \"smoke and not network\"`. "
-              "The task markers (domain, `infeasible`, `proxy`, `gdrive`, `network`, "
-              "`download`, `smoke`) are set at collection from each task's file; the others "
-              "mark the project's own tests.", "",
-              "| marker | meaning |", "|---|---|"]
+    lines += [
+        'Select with `-m`, e.g. `pytest tests/osworld -m "smoke and not network"`. '
+        "The task markers (domain, `infeasible`, `proxy`, `gdrive`, `network`, "
+        "`download`, `smoke`) are set at collection from each task's file; the others "
+        "mark the project's own tests.",
+        "",
+        "| marker | meaning |",
+        "|---|---|",
+    ]
     for line in ini["pytest"]["markers"].strip().splitlines():
         name, _, meaning = line.strip().partition(":")
         lines.append(f"| `{name.strip()}` | {cell(meaning.strip())} |")
@@ -550,9 +593,18 @@ def api_page(package: str) -> str:
     parse): the package's docstring, then every name of its ``__all__``."""
     module = importlib.import_module(package)
     title = f"``{package}``"
-    lines = [title, "=" * len(title), "", ".. note::", "",
-             f"   Generated from ``{package}.__all__`` at every build of the site.", "",
-             f".. automodule:: {package}", "   :no-members:", ""]
+    lines = [
+        title,
+        "=" * len(title),
+        "",
+        ".. note::",
+        "",
+        f"   Generated from ``{package}.__all__`` at every build of the site.",
+        "",
+        f".. automodule:: {package}",
+        "   :no-members:",
+        "",
+    ]
     for name in getattr(module, "__all__", ()):
         obj = getattr(module, name)
         full = f"{package}.{name}"
@@ -572,10 +624,14 @@ def _data(package: str, name: str, obj: Any) -> list[str]:
     from sphinx.pycode import ModuleAnalyzer
 
     source = package
-    for node in ast.walk(ast.parse(Path(importlib.import_module(package).__file__ or "")
-                                   .read_text())):
-        if (isinstance(node, ast.ImportFrom) and node.module
-                and any(a.name == name for a in node.names)):
+    for node in ast.walk(
+        ast.parse(Path(importlib.import_module(package).__file__ or "").read_text())
+    ):
+        if (
+            isinstance(node, ast.ImportFrom)
+            and node.module
+            and any(a.name == name for a in node.names)
+        ):
             source = node.module
     docs = ModuleAnalyzer.for_module(source).find_attr_docs().get(("", name))
     lines = [f".. py:data:: {package}.{name}"]
@@ -595,7 +651,7 @@ def generate_all(schemas: list[tuple[str, str, str]], api: list[str], internal: 
         sys.path.insert(0, str(ROOT))
     write(OUT / "options.md", options_page())
     keep = {"options.md", "entry-points.md", "markers.md"}
-    for i, (name, target, note) in enumerate(schemas):
+    for name, target, note in schemas:
         slug = "schema-" + re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
         page = f"{slug}.md"
         keep.add(page)

@@ -12,5 +12,13 @@ from holo_agent.judge.request import (
     parse_verdict,
 )
 
-__all__ = ["ACTIONS_CLOSE", "ACTIONS_OPEN", "JUDGE_SYSTEM_PROMPT", "JudgeClient", "JudgeParseError",
-           "Judgement", "build_judge_messages", "parse_verdict"]
+__all__ = [
+    "ACTIONS_CLOSE",
+    "ACTIONS_OPEN",
+    "JUDGE_SYSTEM_PROMPT",
+    "JudgeClient",
+    "JudgeParseError",
+    "Judgement",
+    "build_judge_messages",
+    "parse_verdict",
+]

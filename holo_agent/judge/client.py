@@ -32,14 +32,22 @@ class Judgement(BaseModel):
 class JudgeClient:
     """One judge endpoint. ``model`` None: the first model its ``/v1/models`` lists."""
 
-    def __init__(self, base_url: str, model: str | None = None, *, api_key: str | None = None,
-                 timeout: float = 120.0, max_retries: int = 2) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        model: str | None = None,
+        *,
+        api_key: str | None = None,
+        timeout: float = 120.0,
+        max_retries: int = 2,
+    ) -> None:
         from openai import OpenAI
 
         self.base_url = base_url
         self.model = model
-        self._client = OpenAI(base_url=base_url, api_key=api_key or "EMPTY", timeout=timeout,
-                              max_retries=max_retries)
+        self._client = OpenAI(
+            base_url=base_url, api_key=api_key or "EMPTY", timeout=timeout, max_retries=max_retries
+        )
 
     def _model(self) -> str:
         if self.model is None:
@@ -50,27 +58,46 @@ class JudgeClient:
             self.model = first.id
         return self.model
 
-    def judge(self, instruction: str, actions: list[dict[str, Any]], end: str | None,
-              screenshots: list[tuple[bytes, str]]) -> Judgement:
+    def judge(
+        self,
+        instruction: str,
+        actions: list[dict[str, Any]],
+        end: str | None,
+        screenshots: list[tuple[bytes, str]],
+    ) -> Judgement:
         """Ask for a verdict; never raises for endpoint trouble (an unscored judgement)."""
         t0 = time.monotonic()
         try:
             model = self._model()
             resp = self._client.chat.completions.create(
-                model=model, temperature=0.0,
-                messages=build_judge_messages(instruction, actions, end, screenshots))
+                model=model,
+                temperature=0.0,
+                messages=build_judge_messages(instruction, actions, end, screenshots),
+            )
             content = resp.choices[0].message.content if resp.choices else None
             verdict, reason = parse_verdict(content)
         except JudgeParseError as exc:
-            return Judgement(status="unscored", model=self.model, error=f"no verdict: {exc}",
-                             latency_s=round(time.monotonic() - t0, 3))
+            return Judgement(
+                status="unscored",
+                model=self.model,
+                error=f"no verdict: {exc}",
+                latency_s=round(time.monotonic() - t0, 3),
+            )
         except Exception as exc:  # noqa: BLE001 - any endpoint failure leaves it unscored
             log.warning("judge %s failed: %s: %s", self.base_url, type(exc).__name__, exc)
-            return Judgement(status="unscored", model=self.model,
-                             error=f"{type(exc).__name__}: {str(exc)[:300]}",
-                             latency_s=round(time.monotonic() - t0, 3))
-        return Judgement(status="scored", verdict=verdict, reason=reason, model=model,
-                         latency_s=round(time.monotonic() - t0, 3))
+            return Judgement(
+                status="unscored",
+                model=self.model,
+                error=f"{type(exc).__name__}: {str(exc)[:300]}",
+                latency_s=round(time.monotonic() - t0, 3),
+            )
+        return Judgement(
+            status="scored",
+            verdict=verdict,
+            reason=reason,
+            model=model,
+            latency_s=round(time.monotonic() - t0, 3),
+        )
 
     def close(self) -> None:
         self._client.close()

@@ -35,23 +35,42 @@ def _data_url(image: bytes, mime: str) -> str:
     return f"data:{mime};base64,{base64.b64encode(image).decode('ascii')}"
 
 
-def build_judge_messages(instruction: str, actions: list[dict[str, Any]], end: str | None,
-                         screenshots: list[tuple[bytes, str]]) -> list[ChatCompletionMessageParam]:
+def build_judge_messages(
+    instruction: str,
+    actions: list[dict[str, Any]],
+    end: str | None,
+    screenshots: list[tuple[bytes, str]],
+) -> list[ChatCompletionMessageParam]:
     """The chat messages of one judge request (``screenshots``: (bytes, mime), oldest first)."""
-    text = (f"<task>\n{instruction}\n</task>\n{ACTIONS_OPEN}\n"
-            f"{json.dumps(actions, ensure_ascii=False)}\n{ACTIONS_CLOSE}\n"
-            f"The episode ended by: {end or 'unknown'}. The final screenshots follow "
-            f"({len(screenshots)}, oldest first).")
+    text = (
+        f"<task>\n{instruction}\n</task>\n{ACTIONS_OPEN}\n"
+        f"{json.dumps(actions, ensure_ascii=False)}\n{ACTIONS_CLOSE}\n"
+        f"The episode ended by: {end or 'unknown'}. The final screenshots follow "
+        f"({len(screenshots)}, oldest first)."
+    )
     parts: list[ChatCompletionContentPartParam] = [{"type": "text", "text": text}]
     for data, mime in screenshots:
         parts.append({"type": "image_url", "image_url": {"url": _data_url(data, mime)}})
-    return [{"role": "system", "content": JUDGE_SYSTEM_PROMPT},
-            {"role": "user", "content": parts}]
+    return [{"role": "system", "content": JUDGE_SYSTEM_PROMPT}, {"role": "user", "content": parts}]
 
 
-_VERDICTS = {"success": 1, "succeeded": 1, "done": 1, "pass": 1, "passed": 1, "true": 1,
-             "yes": 1, "1": 1, "failure": 0, "failed": 0, "fail": 0, "not done": 0,
-             "false": 0, "no": 0, "0": 0}
+_VERDICTS = {
+    "success": 1,
+    "succeeded": 1,
+    "done": 1,
+    "pass": 1,
+    "passed": 1,
+    "true": 1,
+    "yes": 1,
+    "1": 1,
+    "failure": 0,
+    "failed": 0,
+    "fail": 0,
+    "not done": 0,
+    "false": 0,
+    "no": 0,
+    "0": 0,
+}
 
 
 def parse_verdict(content: str | None) -> tuple[int, str]:

@@ -6,6 +6,15 @@ from holo_agent.reference.script import DONE_STEP, NoSolution, is_raw, raw, solu
 from holo_agent.reference.server import ReferenceEndpoint
 
 __all__ = [
-    "CONTENT_FAULTS", "DONE_STEP", "FaultPlan", "NoSolution", "ReferenceEndpoint", "Violation",
-    "check_request", "extract_instruction", "is_raw", "raw", "solution_key",
+    "CONTENT_FAULTS",
+    "DONE_STEP",
+    "FaultPlan",
+    "NoSolution",
+    "ReferenceEndpoint",
+    "Violation",
+    "check_request",
+    "extract_instruction",
+    "is_raw",
+    "raw",
+    "solution_key",
 ]

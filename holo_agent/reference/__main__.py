@@ -44,29 +44,44 @@ def _load(path: Path) -> dict[str, list[dict[str, Any]]]:
     except (OSError, ValueError) as exc:
         raise SystemExit(f"--solutions {path}: cannot read it: {exc}") from None
     if not isinstance(data, dict):
-        raise SystemExit(f"--solutions {path}: expected a JSON object "
-                         "{instruction: [Step, ...]}")
+        raise SystemExit(f"--solutions {path}: expected a JSON object {{instruction: [Step, ...]}}")
     return data
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the reference endpoint until interrupted."""
-    ap = argparse.ArgumentParser(prog="python -m holo_agent.reference", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        prog="python -m holo_agent.reference",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     ap.add_argument("--port", type=int, default=0, help="port (default 0: a free one)")
     ap.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     source = ap.add_mutually_exclusive_group()
-    source.add_argument("--builtin", action="store_true",
-                        help="serve the built-in tasks' reference solutions")
-    source.add_argument("--solutions", type=Path, metavar="FILE",
-                        help="JSON file {instruction: [Step, ...]}")
-    ap.add_argument("--faults", default=None, metavar="SPEC",
-                    help="fault injection, e.g. status=503:2,drop=1 (default none)")
-    ap.add_argument("--image-budget", type=int, default=3,
-                    help="screenshots a conforming request may carry (default 3)")
+    source.add_argument(
+        "--builtin", action="store_true", help="serve the built-in tasks' reference solutions"
+    )
+    source.add_argument(
+        "--solutions", type=Path, metavar="FILE", help="JSON file {instruction: [Step, ...]}"
+    )
+    ap.add_argument(
+        "--faults",
+        default=None,
+        metavar="SPEC",
+        help="fault injection, e.g. status=503:2,drop=1 (default none)",
+    )
+    ap.add_argument(
+        "--image-budget",
+        type=int,
+        default=3,
+        help="screenshots a conforming request may carry (default 3)",
+    )
     args = ap.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.INFO,
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
     if args.builtin:
         solutions = builtin_solutions()
     elif args.solutions:
@@ -74,10 +89,16 @@ def main(argv: list[str] | None = None) -> int:
     else:
         solutions = {}
         logging.getLogger(__name__).warning(
-            "no --builtin or --solutions: every chat request will be answered 404 no_solution")
+            "no --builtin or --solutions: every chat request will be answered 404 no_solution"
+        )
     try:
-        endpoint = ReferenceEndpoint(solutions, host=args.host, port=args.port,
-                                     faults=args.faults, image_budget=args.image_budget)
+        endpoint = ReferenceEndpoint(
+            solutions,
+            host=args.host,
+            port=args.port,
+            faults=args.faults,
+            image_budget=args.image_budget,
+        )
     except ValueError as exc:
         raise SystemExit(f"bad solutions or faults: {exc}") from None
     logging.getLogger(__name__).info("serving %d task solution(s)", len(solutions))

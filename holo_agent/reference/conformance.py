@@ -70,7 +70,7 @@ def extract_instruction(messages: list[dict[str, Any]]) -> str | None:
             start, end = text.find(TASK_OPEN), text.find(TASK_CLOSE)
             if start < 0 or end < start:
                 return None
-            return text[start + len(TASK_OPEN):end].strip("\n")
+            return text[start + len(TASK_OPEN) : end].strip("\n")
     return None
 
 
@@ -86,35 +86,43 @@ def _observations(msg_index: int, msg: dict[str, Any]) -> tuple[list[bool], Viol
         text = p.get("text", "") if p.get("type") == "text" else ""
         if text == OBS_OPEN:
             if i + 2 >= len(parts) or parts[i + 2].get("text") != OBS_CLOSE:
-                return out, Violation("observation-wrapper", f"{where}: <observation> not closed "
-                                      "after exactly one image or placeholder part")
+                return out, Violation(
+                    "observation-wrapper",
+                    f"{where}: <observation> not closed "
+                    "after exactly one image or placeholder part",
+                )
             mid = parts[i + 1]
             if mid.get("type") in IMAGE_TYPES:
                 url = ""
                 if mid.get("type") == "image_url":
                     url = (mid.get("image_url") or {}).get("url", "")
                 if not url.startswith("data:image/"):
-                    return out, Violation("observation-wrapper",
-                                          f"{where}: screenshot is not a data:image/ URL")
+                    return out, Violation(
+                        "observation-wrapper", f"{where}: screenshot is not a data:image/ URL"
+                    )
                 out.append(True)
             elif mid.get("type") == "text" and mid.get("text") == EVICTED:
                 out.append(False)
             else:
-                return out, Violation("observation-wrapper", f"{where}: observation holds neither "
-                                      f"an image nor the text {EVICTED!r}")
+                return out, Violation(
+                    "observation-wrapper",
+                    f"{where}: observation holds neither an image nor the text {EVICTED!r}",
+                )
             i += 3
             continue
         if is_img:
             return out, Violation("observation-wrapper", f"{where}: image outside <observation>")
         if EVICTED in text:
-            return out, Violation("observation-wrapper",
-                                  f"{where}: {EVICTED!r} outside its <observation> wrapper")
+            return out, Violation(
+                "observation-wrapper", f"{where}: {EVICTED!r} outside its <observation> wrapper"
+            )
         i += 1
     return out, None
 
 
-def _check_messages(messages: list[dict[str, Any]], budget: int,
-                    code_actions: bool = False) -> Violation | None:
+def _check_messages(
+    messages: list[dict[str, Any]], budget: int, code_actions: bool = False
+) -> Violation | None:
     observations: list[bool] = []
     first_user = True
     pending_tool: str | None = None
@@ -122,27 +130,37 @@ def _check_messages(messages: list[dict[str, Any]], budget: int,
         role = msg.get("role")
         content = msg.get("content")
         if role == "tool":
-            return Violation("roles", f"message {idx}: a 'tool' message; tool outputs must be "
-                             "user <tool_output> messages in structured mode")
+            return Violation(
+                "roles",
+                f"message {idx}: a 'tool' message; tool outputs must be "
+                "user <tool_output> messages in structured mode",
+            )
         if role not in ("user", "assistant"):
             return Violation("roles", f"message {idx}: unexpected role {role!r}")
         if role == "assistant":
             if pending_tool is not None:
-                return Violation("tool-output-user", f"message {idx}: assistant turn follows an "
-                                 f"assistant turn without a <tool_output> for {pending_tool!r}")
+                return Violation(
+                    "tool-output-user",
+                    f"message {idx}: assistant turn follows an "
+                    f"assistant turn without a <tool_output> for {pending_tool!r}",
+                )
             if "reasoning_content" in msg or "reasoning" in msg:
-                return Violation("assistant-step-json",
-                                 f"message {idx}: reasoning fed back in an assistant turn")
+                return Violation(
+                    "assistant-step-json", f"message {idx}: reasoning fed back in an assistant turn"
+                )
             if not isinstance(content, str):
-                return Violation("assistant-step-json",
-                                 f"message {idx}: assistant content must be the Step JSON string")
+                return Violation(
+                    "assistant-step-json",
+                    f"message {idx}: assistant content must be the Step JSON string",
+                )
             if "<think>" in content:
                 return Violation("assistant-step-json", f"message {idx}: <think> in assistant turn")
             try:
                 step = parse_step(content, code_actions)
             except StepParseError as exc:
-                return Violation("assistant-step-json",
-                                 f"message {idx}: not a parsed Step JSON ({exc.reason})")
+                return Violation(
+                    "assistant-step-json", f"message {idx}: not a parsed Step JSON ({exc.reason})"
+                )
             name = step.tool_call.tool_name
             pending_tool = None if name == "answer" else name
             continue
@@ -152,21 +170,30 @@ def _check_messages(messages: list[dict[str, Any]], budget: int,
             parts = _parts(content)
             head = parts[0].get("text", "") if parts else ""
             if not (head.startswith(TASK_OPEN) and TASK_CLOSE in head):
-                return Violation("task-first", f"message {idx}: the first user message must "
-                                 "start with a <task>...</task> text part")
+                return Violation(
+                    "task-first",
+                    f"message {idx}: the first user message must "
+                    "start with a <task>...</task> text part",
+                )
         if text.startswith("<tool_output"):
             m = _TOOL_OUTPUT.match(text)
             if not m:
                 return Violation("tool-output-user", f"message {idx}: malformed <tool_output>")
             tool = m.group(1)
             if tool != REASK_TOOL and tool != pending_tool:
-                return Violation("tool-output-user", f"message {idx}: <tool_output tool={tool!r}> "
-                                 f"does not answer the last tool call ({pending_tool!r})")
+                return Violation(
+                    "tool-output-user",
+                    f"message {idx}: <tool_output tool={tool!r}> "
+                    f"does not answer the last tool call ({pending_tool!r})",
+                )
             pending_tool = None
             continue
         if pending_tool is not None:
-            return Violation("tool-output-user", f"message {idx}: expected a user <tool_output "
-                             f"tool=\"{pending_tool}\"> after the assistant turn")
+            return Violation(
+                "tool-output-user",
+                f"message {idx}: expected a user <tool_output "
+                f'tool="{pending_tool}"> after the assistant turn',
+            )
         obs, bad = _observations(idx, msg)
         if bad:
             return bad
@@ -174,14 +201,19 @@ def _check_messages(messages: list[dict[str, Any]], budget: int,
     n_img = sum(observations)
     if n_img > budget:
         # worded as vLLM words its --limit-mm-per-prompt refusal (the client maps it)
-        return Violation("image-budget", f"At most {budget} image(s) may be provided in one "
-                         f"prompt ({n_img} images sent)")
+        return Violation(
+            "image-budget",
+            f"At most {budget} image(s) may be provided in one prompt ({n_img} images sent)",
+        )
     want = min(budget, len(observations))
     expected = [False] * (len(observations) - want) + [True] * want
     if observations != expected:
         kept = [i for i, has in enumerate(observations) if has]
-        return Violation("image-budget", f"observations with images are {kept}; expected the "
-                         f"last {want} of {len(observations)} (older ones evicted)")
+        return Violation(
+            "image-budget",
+            f"observations with images are {kept}; expected the "
+            f"last {want} of {len(observations)} (older ones evicted)",
+        )
     return None
 
 
@@ -193,8 +225,9 @@ def check_request(body: dict[str, Any], image_budget: int = 3) -> Violation | No
     so = body.get("structured_outputs")
     schema = so.get("json") if isinstance(so, dict) else None
     if not isinstance(schema, dict):
-        return Violation("structured-outputs",
-                         "missing structured_outputs.json (the Step JSON schema)")
+        return Violation(
+            "structured-outputs", "missing structured_outputs.json (the Step JSON schema)"
+        )
     kwargs = body.get("chat_template_kwargs")
     if not (isinstance(kwargs, dict) and kwargs.get("enable_thinking") is True):
         return Violation("thinking-on", "chat_template_kwargs.enable_thinking must be true")
@@ -211,8 +244,9 @@ def check_request(body: dict[str, Any], image_budget: int = 3) -> Violation | No
     except json.JSONDecodeError as exc:
         return Violation("system-prompt", f"<output_format> is not JSON ({exc.msg})")
     if prompt_schema != schema:
-        return Violation("schema-identical",
-                         "the schema in <output_format> differs from structured_outputs.json")
+        return Violation(
+            "schema-identical", "the schema in <output_format> differs from structured_outputs.json"
+        )
     if any(m.get("role") == "system" for m in messages[1:]):
         return Violation("roles", "more than one system message")
     code_actions = schema == step_json_schema(code_actions=True)  # the hybrid protocol's schema

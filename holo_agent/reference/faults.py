@@ -27,7 +27,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 CONTENT_FAULTS: tuple[str, ...] = (
-    "malformed", "schema", "list_coords", "range_coords", "out_of_range", "empty",
+    "malformed",
+    "schema",
+    "list_coords",
+    "range_coords",
+    "out_of_range",
+    "empty",
 )
 
 
@@ -59,7 +64,7 @@ class FaultPlan:
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @classmethod
-    def parse(cls, spec: str | None) -> "FaultPlan":
+    def parse(cls, spec: str | None) -> FaultPlan:
         """Parse a spec string; raises ValueError naming the bad item."""
         plan = cls()
         for item in (spec or "").split(","):
@@ -138,4 +143,3 @@ def bad_content(kind: str, step: dict[str, Any]) -> str:
     elif kind == "empty":
         return ""
     return json.dumps(click)
-

@@ -28,18 +28,23 @@ def _user_text(body: dict[str, Any]) -> str:
             content = m.get("content")
             if isinstance(content, str):
                 return content
-            return "\n".join(p.get("text", "") for p in content or []
-                             if isinstance(p, dict) and p.get("type") == "text")
+            return "\n".join(
+                p.get("text", "")
+                for p in content or []
+                if isinstance(p, dict) and p.get("type") == "text"
+            )
     return ""
 
 
-def judge_verdict(body: dict[str, Any], solutions: dict[str, list[dict[str, Any]]]
-                  ) -> dict[str, str]:
+def judge_verdict(
+    body: dict[str, Any], solutions: dict[str, list[dict[str, Any]]]
+) -> dict[str, str]:
     """``{"verdict", "reason"}`` for a judge request (ValueError when it is not one)."""
     text = _user_text(body)
     task = re.search(r"<task>\n?(.*?)\n?</task>", text, re.S)
-    acts = re.search(re.escape(ACTIONS_OPEN) + r"\n?(.*?)\n?" + re.escape(ACTIONS_CLOSE), text,
-                     re.S)
+    acts = re.search(
+        re.escape(ACTIONS_OPEN) + r"\n?(.*?)\n?" + re.escape(ACTIONS_CLOSE), text, re.S
+    )
     if task is None or acts is None:
         raise ValueError("a judge request needs a <task> block and an <actions> block")
     instruction = task.group(1)
@@ -55,27 +60,44 @@ def judge_verdict(body: dict[str, Any], solutions: dict[str, list[dict[str, Any]
     got = [a.get("tool_call") if isinstance(a, dict) else a for a in actions]
     for i, (w, g) in enumerate(zip(wanted, got)):
         if w != g:
-            return {"verdict": "failure",
-                    "reason": f"action {i} differs from the reference: {json.dumps(g)[:160]}"}
+            return {
+                "verdict": "failure",
+                "reason": f"action {i} differs from the reference: {json.dumps(g)[:160]}",
+            }
     if len(got) != len(wanted):
-        return {"verdict": "failure", "reason": f"{len(got)} actions, the reference solution "
-                                                f"has {len(wanted)}"}
+        return {
+            "verdict": "failure",
+            "reason": f"{len(got)} actions, the reference solution has {len(wanted)}",
+        }
     if ended is None or ended.group(1) not in ("answered", "infeasible"):
         return {"verdict": "failure", "reason": "the episode did not end with an answer"}
-    return {"verdict": "success", "reason": "the actions are the reference solution's, and the "
-                                            "agent answered"}
+    return {
+        "verdict": "success",
+        "reason": "the actions are the reference solution's, and the agent answered",
+    }
 
 
-def judge_completion(body: dict[str, Any], solutions: dict[str, list[dict[str, Any]]],
-                     number: int) -> dict[str, Any]:
+def judge_completion(
+    body: dict[str, Any], solutions: dict[str, list[dict[str, Any]]], number: int
+) -> dict[str, Any]:
     """The chat completion answering a judge request."""
     content = json.dumps(judge_verdict(body, solutions))
     prompt_t, completion_t = prompt_tokens(body.get("messages") or []), text_tokens(content)
     return {
-        "id": f"chatcmpl-judge-{number}", "object": "chat.completion",
-        "created": int(time.time()), "model": JUDGE_MODEL,
-        "choices": [{"index": 0, "finish_reason": "stop",
-                     "message": {"role": "assistant", "content": content}}],
-        "usage": {"prompt_tokens": prompt_t, "completion_tokens": completion_t,
-                  "total_tokens": prompt_t + completion_t},
+        "id": f"chatcmpl-judge-{number}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": JUDGE_MODEL,
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": "stop",
+                "message": {"role": "assistant", "content": content},
+            }
+        ],
+        "usage": {
+            "prompt_tokens": prompt_t,
+            "completion_tokens": completion_t,
+            "total_tokens": prompt_t + completion_t,
+        },
     }

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from holo_agent.conversation import REASK_TOOL
 from holo_agent.reference.conformance import extract_instruction
@@ -33,7 +34,8 @@ Policy = Callable[[str, int, dict[str, Any]], "dict[str, Any] | None"]
 """``policy(instruction, step_index, request)``: a Step dict, or None for the scripted one."""
 
 DONE_STEP: dict[str, Any] = {
-    "note": None, "thought": "The scripted solution is finished.",
+    "note": None,
+    "thought": "The scripted solution is finished.",
     "tool_call": {"tool_name": "answer", "content": "DONE"},
 }
 
@@ -70,8 +72,11 @@ def reasks(messages: list[dict[str, Any]]) -> int:
         if message.get("role") == "assistant":
             break
         content = message.get("content")
-        if message.get("role") == "user" and isinstance(content, str) \
-                and content.startswith(_REASK_OPEN):
+        if (
+            message.get("role") == "user"
+            and isinstance(content, str)
+            and content.startswith(_REASK_OPEN)
+        ):
             count += 1
     return count
 
@@ -92,8 +97,10 @@ class NoSolution(LookupError):
     that reason rather than score a DONE at step 1."""
 
     def __init__(self, instruction: str) -> None:
-        super().__init__(f"the reference endpoint has no solution for this task "
-                         f"({instruction[:80]!r}); it plays scripted solutions only")
+        super().__init__(
+            f"the reference endpoint has no solution for this task "
+            f"({instruction[:80]!r}); it plays scripted solutions only"
+        )
 
 
 TASK_PREFIX = "task:"
@@ -117,8 +124,9 @@ def validate_solutions(solutions: dict[str, list[dict[str, Any]]]) -> None:
                 raise ValueError(f"solution for {instruction[:60]!r} step {i}: {exc}") from None
 
 
-def next_step(body: dict[str, Any], solutions: dict[str, list[dict[str, Any]]],
-              policy: Policy | None) -> tuple[dict[str, Any], int, str]:
+def next_step(
+    body: dict[str, Any], solutions: dict[str, list[dict[str, Any]]], policy: Policy | None
+) -> tuple[dict[str, Any], int, str]:
     """(Step dict, step index, instruction) for a conforming request."""
     messages = body["messages"]
     instruction = extract_instruction(messages) or ""
@@ -135,26 +143,48 @@ def next_step(body: dict[str, Any], solutions: dict[str, list[dict[str, Any]]],
     return step, index, instruction
 
 
-def completion_payload(body: dict[str, Any], step: dict[str, Any], index: int, *,
-                       model_name: str, request_id: int,
-                       content_fault: str | None) -> dict[str, Any]:
+def completion_payload(
+    body: dict[str, Any],
+    step: dict[str, Any],
+    index: int,
+    *,
+    model_name: str,
+    request_id: int,
+    content_fault: str | None,
+) -> dict[str, Any]:
     """The chat completion answering ``body`` with ``step`` (step ``index`` of the task),
     its content spoiled by ``content_fault`` when one is injected."""
     content = step_content(step, body["messages"])
     if content_fault and not is_raw(step):
         content = bad_content(content_fault, step)
     tool = "raw text" if is_raw(step) else step.get("tool_call", {}).get("tool_name")
-    reasoning = (f"Reference policy, step {index} of the scripted solution for this task: "
-                 f"{tool}." + (f" (injected fault: {content_fault})" if content_fault else ""))
+    reasoning = (
+        f"Reference policy, step {index} of the scripted solution for this task: "
+        f"{tool}." + (f" (injected fault: {content_fault})" if content_fault else "")
+    )
     reasoning_t = text_tokens(reasoning)
     prompt_t = prompt_tokens(body["messages"])
     completion_t = text_tokens(content) + reasoning_t
     return {
-        "id": f"chatcmpl-ref-{request_id}", "object": "chat.completion",
-        "created": int(time.time()), "model": model_name,
-        "choices": [{"index": 0, "finish_reason": "stop", "message": {
-            "role": "assistant", "content": content, "reasoning_content": reasoning}}],
-        "usage": {"prompt_tokens": prompt_t, "completion_tokens": completion_t,
-                  "total_tokens": prompt_t + completion_t,
-                  "completion_tokens_details": {"reasoning_tokens": reasoning_t}},
+        "id": f"chatcmpl-ref-{request_id}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model_name,
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": "stop",
+                "message": {
+                    "role": "assistant",
+                    "content": content,
+                    "reasoning_content": reasoning,
+                },
+            }
+        ],
+        "usage": {
+            "prompt_tokens": prompt_t,
+            "completion_tokens": completion_t,
+            "total_tokens": prompt_t + completion_t,
+            "completion_tokens_details": {"reasoning_tokens": reasoning_t},
+        },
     }

@@ -33,10 +33,16 @@ from computer_env import is_loopback, same_user
 from holo_agent.reference.conformance import check_request
 from holo_agent.reference.faults import FaultPlan
 from holo_agent.reference.judge import JUDGE_MODEL, judge_completion
-from holo_agent.reference.usage import prompt_tokens
 from holo_agent.reference.script import (
-    DONE_STEP, NoSolution, Policy, completion_payload, is_raw, next_step, validate_solutions,
+    DONE_STEP,
+    NoSolution,
+    Policy,
+    completion_payload,
+    is_raw,
+    next_step,
+    validate_solutions,
 )
+from holo_agent.reference.usage import prompt_tokens
 
 __all__ = ["DONE_STEP", "NoSolution", "Policy", "ReferenceEndpoint"]
 
@@ -99,7 +105,9 @@ class ReferenceEndpoint:
         if self._server is None:
             raise RuntimeError("ReferenceEndpoint is not started")
         host, port = self._server.server_address[:2]
-        if isinstance(host, (bytes, bytearray)):  # the socket API's type; an AF_INET server's is str
+        if isinstance(
+            host, (bytes, bytearray)
+        ):  # the socket API's type; an AF_INET server's is str
             host = host.decode()
         return f"http://{host}:{port}/v1"
 
@@ -114,8 +122,9 @@ class ReferenceEndpoint:
         if self._server is None:
             handler = type("Handler", (_Handler,), {"endpoint": self})
             self._server = _Server((self.host, self.port), handler)
-            self._thread = threading.Thread(target=self._server.serve_forever,
-                                            name="reference-endpoint", daemon=True)
+            self._thread = threading.Thread(
+                target=self._server.serve_forever, name="reference-endpoint", daemon=True
+            )
             self._thread.start()
             log.info("reference endpoint serving at %s", self.url)
         return self.url
@@ -129,7 +138,7 @@ class ReferenceEndpoint:
                 self._thread.join(timeout=10)
             self._server = None
 
-    def __enter__(self) -> "ReferenceEndpoint":
+    def __enter__(self) -> ReferenceEndpoint:
         self.start()
         return self
 
@@ -138,19 +147,42 @@ class ReferenceEndpoint:
 
     def models_payload(self) -> dict[str, Any]:
         """The ``/v1/models`` answer."""
-        return {"object": "list", "data": [{
-            "id": self.model_name, "object": "model", "owned_by": "holo-bench",
-            "metadata": {"harness_check": True, "kind": "reference-policy",
-                         "description": "Plays scripted reference solutions; a harness check, "
-                                        "not a model score."},
-        }, *({"id": name, "object": "model", "owned_by": "holo-bench",
-              "metadata": {"harness_check": True, "kind": "exploit-policy"}}
-             for name in self.extra_models), {
-            "id": JUDGE_MODEL, "object": "model", "owned_by": "holo-bench",
-            "metadata": {"harness_check": True, "kind": "reference-judge",
-                         "description": "Judges an episode by comparing its actions with the "
-                                        "scripted solution; a harness check."},
-        }]}
+        return {
+            "object": "list",
+            "data": [
+                {
+                    "id": self.model_name,
+                    "object": "model",
+                    "owned_by": "holo-bench",
+                    "metadata": {
+                        "harness_check": True,
+                        "kind": "reference-policy",
+                        "description": "Plays scripted reference solutions; a harness check, "
+                        "not a model score.",
+                    },
+                },
+                *(
+                    {
+                        "id": name,
+                        "object": "model",
+                        "owned_by": "holo-bench",
+                        "metadata": {"harness_check": True, "kind": "exploit-policy"},
+                    }
+                    for name in self.extra_models
+                ),
+                {
+                    "id": JUDGE_MODEL,
+                    "object": "model",
+                    "owned_by": "holo-bench",
+                    "metadata": {
+                        "harness_check": True,
+                        "kind": "reference-judge",
+                        "description": "Judges an episode by comparing its actions with the "
+                        "scripted solution; a harness check.",
+                    },
+                },
+            ],
+        }
 
     def next_step(self, body: dict[str, Any]) -> tuple[dict[str, Any], int, str]:
         """(Step dict, step index, instruction) for a conforming request."""
@@ -159,12 +191,22 @@ class ReferenceEndpoint:
     def completion(self, body: dict[str, Any], content_fault: str | None) -> dict[str, Any]:
         """Build the chat completion for a conforming request."""
         step, index, instruction = self.next_step(body)
-        log.info("request %d: conforms; task %r step %d -> %s%s", self.request_count,
-                 instruction[:60], index,
-                 "raw text" if is_raw(step) else step.get("tool_call", {}).get("tool_name"),
-                 f" (injected fault: {content_fault})" if content_fault else "")
-        return completion_payload(body, step, index, model_name=self.model_name,
-                                  request_id=self.request_count, content_fault=content_fault)
+        log.info(
+            "request %d: conforms; task %r step %d -> %s%s",
+            self.request_count,
+            instruction[:60],
+            index,
+            "raw text" if is_raw(step) else step.get("tool_call", {}).get("tool_name"),
+            f" (injected fault: {content_fault})" if content_fault else "",
+        )
+        return completion_payload(
+            body,
+            step,
+            index,
+            model_name=self.model_name,
+            request_id=self.request_count,
+            content_fault=content_fault,
+        )
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -174,8 +216,9 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, fmt: str, *args: Any) -> None:
         log.debug("reference endpoint: " + fmt, *args)
 
-    def _send(self, code: int, payload: dict[str, Any],
-              headers: dict[str, str] | None = None) -> None:
+    def _send(
+        self, code: int, payload: dict[str, Any], headers: dict[str, str] | None = None
+    ) -> None:
         data = json.dumps(payload).encode("utf-8")
         self.send_response(code)
         self.send_header("Content-Type", "application/json")
@@ -248,8 +291,11 @@ class _Handler(BaseHTTPRequestHandler):
             headers = {}
             if decision.retry_after is not None:
                 headers["Retry-After"] = f"{decision.retry_after:g}"
-            self._send(decision.status, {"error": {"message": "injected fault",
-                                                   "code": decision.status}}, headers)
+            self._send(
+                decision.status,
+                {"error": {"message": "injected fault", "code": decision.status}},
+                headers,
+            )
             return
         if body.get("model") == JUDGE_MODEL:  # judge mode (holo_agent.reference.judge)
             try:
@@ -260,25 +306,36 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, payload)
             return
         if body.get("model") != ep.model_name and body.get("model") not in ep.extra_models:
-            self._error(404, f"The model `{body.get('model')}` does not exist; this endpoint "
-                             f"serves {ep.model_name!r}.")
+            self._error(
+                404,
+                f"The model `{body.get('model')}` does not exist; this endpoint "
+                f"serves {ep.model_name!r}.",
+            )
             return
         violation = check_request(body, ep.image_budget)
         if violation is not None:
-            log.warning("request %d: does not conform (rule %s): %s", ep.request_count,
-                        violation.rule, violation)
+            log.warning(
+                "request %d: does not conform (rule %s): %s",
+                ep.request_count,
+                violation.rule,
+                violation,
+            )
             self._error(400, str(violation), rule=violation.rule, type="BadRequestError")
             return
         limit = ep._faults.context_tokens
         if limit is not None and (length := prompt_tokens(body.get("messages") or [])) > limit:
-            self._error(400, f"Input length ({length}) exceeds model's maximum context length "
-                             f"({limit}).", type="BadRequestError")  # vLLM's words
+            self._error(
+                400,
+                f"Input length ({length}) exceeds model's maximum context length ({limit}).",
+                type="BadRequestError",
+            )  # vLLM's words
             return
         try:
             payload = ep.completion(body, decision.content)
         except NoSolution as exc:
-            log.warning("request %d: conforms, but no solution for this task: %s",
-                        ep.request_count, exc)
+            log.warning(
+                "request %d: conforms, but no solution for this task: %s", ep.request_count, exc
+            )
             self._error(404, str(exc), type="no_solution")
             return
         with ep._lock:

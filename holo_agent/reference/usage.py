@@ -48,8 +48,13 @@ def image_size(url: str) -> tuple[int, int] | None:
     try:
         with Image.open(io.BytesIO(base64.b64decode(data, validate=False))) as img:
             return img.size  # the header is enough: no pixel data is decoded
-    except (binascii.Error, UnidentifiedImageError, Image.DecompressionBombError, OSError,
-            ValueError):
+    except (
+        binascii.Error,
+        UnidentifiedImageError,
+        Image.DecompressionBombError,
+        OSError,
+        ValueError,
+    ):
         return None
 
 

@@ -11,8 +11,9 @@ from holo_agent.replay.page import render_replay
 
 def main(argv: list[str] | None = None) -> int:
     """CLI: render the replay page of a task folder."""
-    ap = argparse.ArgumentParser(prog="python -m holo_agent.replay",
-                                 description="Render a task folder's replay page.")
+    ap = argparse.ArgumentParser(
+        prog="python -m holo_agent.replay", description="Render a task folder's replay page."
+    )
     ap.add_argument("task_dir", type=Path)
     ap.add_argument("--self-contained", action="store_true", help="inline images as data URLs")
     args = ap.parse_args(argv)

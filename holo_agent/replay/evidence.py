@@ -14,9 +14,11 @@ from urllib.parse import quote
 
 __all__ = ["evidence_view"]
 
-ROLE_LABELS = {"result": "result (what the agent produced)",
-               "expected": "expected",
-               "other": "also written while scoring (e.g. by postconfig)"}
+ROLE_LABELS = {
+    "result": "result (what the agent produced)",
+    "expected": "expected",
+    "other": "also written while scoring (e.g. by postconfig)",
+}
 
 
 def _inside(task_dir: Path, rel: Any) -> Path | None:
@@ -35,10 +37,15 @@ def _files(task_dir: Path, data: dict[str, Any]) -> list[dict[str, Any]]:
     out = []
     for f in _dicts(data.get("files")):
         inside = _inside(task_dir, f.get("path")) is not None
-        out.append({"role": ROLE_LABELS.get(str(f.get("role")), str(f.get("role"))),
-                    "name": f.get("path") or f.get("source"), "bytes": f.get("bytes"),
-                    "href": quote(str(f.get("path"))) if inside else None,
-                    "note": f.get("note")})
+        out.append(
+            {
+                "role": ROLE_LABELS.get(str(f.get("role")), str(f.get("role"))),
+                "name": f.get("path") or f.get("source"),
+                "bytes": f.get("bytes"),
+                "href": quote(str(f.get("path"))) if inside else None,
+                "note": f.get("note"),
+            }
+        )
     return out
 
 
@@ -47,14 +54,21 @@ def _earlier(task_dir: Path, result: dict[str, Any]) -> list[dict[str, Any]]:
     for a in _dicts(result.get("earlier_attempts")):
         folder = str(a.get("folder") or "")
         replay = _inside(task_dir, f"{folder}/replay.html")
-        out.append({"attempt": a.get("attempt"), "outcome": a.get("outcome"),
-                    "message": a.get("message"), "folder": folder,
-                    "href": f"{quote(folder)}/replay.html" if replay else None})
+        out.append(
+            {
+                "attempt": a.get("attempt"),
+                "outcome": a.get("outcome"),
+                "message": a.get("message"),
+                "folder": folder,
+                "href": f"{quote(folder)}/replay.html" if replay else None,
+            }
+        )
     return out
 
 
-def evidence_view(task_dir: Path, result: dict[str, Any], *,
-                  inline: bool = False) -> dict[str, Any] | None:
+def evidence_view(
+    task_dir: Path, result: dict[str, Any], *, inline: bool = False
+) -> dict[str, Any] | None:
     """What the section shows (None when nothing was kept)."""
     task_dir = Path(task_dir)
     try:
@@ -66,12 +80,25 @@ def evidence_view(task_dir: Path, result: dict[str, Any], *,
     shot = _inside(task_dir, data.get("screenshot"))
     src = None
     if shot is not None:
-        src = ("data:image/png;base64," + base64.b64encode(shot.read_bytes()).decode()
-               if inline else quote(shot.name))
-    explanations = [{"func": x.get("func"), "result": x.get("result"),
-                     "expected": x.get("expected"), "score": x.get("score"),
-                     "text": "\n".join(str(line) for line in x.get("lines") or [])}
-                    for x in _dicts(data.get("explanations"))]
-    view = {"screenshot": src, "explanations": explanations, "files": _files(task_dir, data),
-            "earlier": _earlier(task_dir, result)}
+        src = (
+            "data:image/png;base64," + base64.b64encode(shot.read_bytes()).decode()
+            if inline
+            else quote(shot.name)
+        )
+    explanations = [
+        {
+            "func": x.get("func"),
+            "result": x.get("result"),
+            "expected": x.get("expected"),
+            "score": x.get("score"),
+            "text": "\n".join(str(line) for line in x.get("lines") or []),
+        }
+        for x in _dicts(data.get("explanations"))
+    ]
+    view = {
+        "screenshot": src,
+        "explanations": explanations,
+        "files": _files(task_dir, data),
+        "earlier": _earlier(task_dir, result),
+    }
     return view if any(view.values()) else None

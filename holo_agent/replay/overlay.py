@@ -45,21 +45,31 @@ def _shapes(call: Any, w: int, h: int, r: float) -> list[Shape]:
     if isinstance(call, (ClickTool, DoubleClickTool, RightClickTool, MoveToTool)):
         x, y = p(call.x, call.y)
         paint = stroke({"right_click": ORANGE, "move_to": BLUE}.get(call.tool_name, RED))
-        out = [_circle(x, y, r, paint), _line((x - 2 * r, y), (x + 2 * r, y), paint),
-               _line((x, y - 2 * r), (x, y + 2 * r), paint)]
+        out = [
+            _circle(x, y, r, paint),
+            _line((x - 2 * r, y), (x + 2 * r, y), paint),
+            _line((x, y - 2 * r), (x, y + 2 * r), paint),
+        ]
         if isinstance(call, DoubleClickTool):
             out.append(_circle(x, y, r * 1.6, paint))
         return out
     if isinstance(call, DragTool):
         a, b = p(call.from_x, call.from_y), p(call.to_x, call.to_y)
-        return [_line(a, b, {**stroke(RED), "marker-end": "url(#arrow)"}),
-                _circle(a[0], a[1], r / 2, {"fill": RED})]
+        return [
+            _line(a, b, {**stroke(RED), "marker-end": "url(#arrow)"}),
+            _circle(a[0], a[1], r / 2, {"fill": RED}),
+        ]
     if isinstance(call, ScrollTool):
         x, y = (w / 2, h / 2) if call.x is None or call.y is None else p(call.x, call.y)
         dx, dy = SCROLL_STEP[call.direction]
-        return [_circle(x, y, r, stroke(GREEN)),
-                _line((x, y), (x + dx * 4 * r, y + dy * 4 * r),
-                      {**stroke(GREEN), "marker-end": "url(#arrow-g)"})]
+        return [
+            _circle(x, y, r, stroke(GREEN)),
+            _line(
+                (x, y),
+                (x + dx * 4 * r, y + dy * 4 * r),
+                {**stroke(GREEN), "marker-end": "url(#arrow-g)"},
+            ),
+        ]
     return []
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from holo_agent.code_tool import run_status
+from holo_agent.recorder import atomic_write
 from holo_agent.records import (
     RAW_OUTPUT_KEEP,
     REFERENCE_POLICY_LABEL,
@@ -24,7 +25,6 @@ from holo_agent.records import (
     Trajectory,
     read_traj,
 )
-from holo_agent.recorder import atomic_write
 from holo_agent.replay.evidence import evidence_view
 from holo_agent.replay.overlay import overlay
 from holo_agent.replay.protocols import judge_view
@@ -71,15 +71,22 @@ def _action_text(call: dict[str, Any] | None) -> str:
     """``click(element="file", x=250, y=300)``: the call as recorded (any tool, known or not)."""
     if not call:
         return ""
-    args = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in call.items()
-                     if k != "tool_name")
+    args = ", ".join(
+        f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in call.items() if k != "tool_name"
+    )
     return f"{call.get('tool_name')}({args})"
 
 
 def _stats(rec: StepRecord) -> list[str]:
-    tokens = [f"{name} {value}" for name, value in (
-        ("prompt", rec.prompt_tokens), ("completion", rec.completion_tokens),
-        ("reasoning", rec.reasoning_tokens)) if value is not None]
+    tokens = [
+        f"{name} {value}"
+        for name, value in (
+            ("prompt", rec.prompt_tokens),
+            ("completion", rec.completion_tokens),
+            ("reasoning", rec.reasoning_tokens),
+        )
+        if value is not None
+    ]
     stats = [f"latency {rec.latency_s:.2f}s"] + [f"{t} tok" for t in tokens]
     if rec.attempts > 1:
         stats.append(f"{rec.attempts} attempts")
@@ -93,8 +100,11 @@ def _raw_label(rec: StepRecord) -> str:
     first bytes of a long one)."""
     if rec.raw_output_size is None or not rec.raw_output_sha256:
         return "raw output"
-    size = (f"{rec.raw_output_size} bytes" if rec.raw_output_size <= RAW_OUTPUT_KEEP
-            else f"the first {RAW_OUTPUT_KEEP} of {rec.raw_output_size} bytes")
+    size = (
+        f"{rec.raw_output_size} bytes"
+        if rec.raw_output_size <= RAW_OUTPUT_KEEP
+        else f"the first {RAW_OUTPUT_KEEP} of {rec.raw_output_size} bytes"
+    )
     return f"raw output ({size}, sha256 {rec.raw_output_sha256[:16]}…)"
 
 
@@ -110,23 +120,35 @@ def _step_view(i: int, rec: StepRecord, src: str | None) -> dict[str, Any]:
     code = rec.code_run
     title = f"Step {rec.step}" + (f" · re-ask {rec.reask}" if rec.reask else "")
     return {
-        "i": i, "rec": rec, "src": src, "title": title, "action": _action_text(rec.tool_call),
+        "i": i,
+        "rec": rec,
+        "src": src,
+        "title": title,
+        "action": _action_text(rec.tool_call),
         "overlay": overlay(call, rec.image_size) if src else None,
-        "typed": call if isinstance(call, WriteTool) else None, "pressed": keys,
-        "code": code, "code_status": run_status(rec.code or {}) if code else "",
-        "stats": _stats(rec), "thumb": f"{rec.step} {name or 'error'}",
+        "typed": call if isinstance(call, WriteTool) else None,
+        "pressed": keys,
+        "code": code,
+        "code_status": run_status(rec.code or {}) if code else "",
+        "stats": _stats(rec),
+        "thumb": f"{rec.step} {name or 'error'}",
         "raw_label": _raw_label(rec),
     }
 
 
-def _badges(result: dict[str, Any], agent: dict[str, Any], episode: Trajectory | None,
-            judge: dict[str, Any]) -> list[tuple[str, str]]:
+def _badges(
+    result: dict[str, Any], agent: dict[str, Any], episode: Trajectory | None, judge: dict[str, Any]
+) -> list[tuple[str, str]]:
     """The header's (css class, text) badges, in order."""
     out = []
     if result.get("outcome") is not None:
         outcome = str(result["outcome"])
-        out.append((f"badge {({'passed': 'ok', 'failed': 'bad'}).get(outcome, 'warn')}",
-                    f"outcome: {outcome}"))
+        out.append(
+            (
+                f"badge {({'passed': 'ok', 'failed': 'bad'}).get(outcome, 'warn')}",
+                f"outcome: {outcome}",
+            )
+        )
     if result.get("score") is not None:
         out.append(("badge", f"score: {result['score']}"))
     if result.get("failure_category"):
@@ -137,13 +159,24 @@ def _badges(result: dict[str, Any], agent: dict[str, Any], episode: Trajectory |
     if agent.get("model"):
         out.append(("badge", f"model: {agent['model']}"))
     if result.get("exploit"):  # --audit: a hostile policy played, not a model
-        out.append(("refpolicy", f"audit: exploit {result['exploit']} (a harness check, not a "
-                                 "model score)"))
+        out.append(
+            (
+                "refpolicy",
+                f"audit: exploit {result['exploit']} (a harness check, not a model score)",
+            )
+        )
     elif result.get("reference_policy"):
         out.append(("refpolicy", REFERENCE_LABEL))
     if result.get("known_task_flaw"):
-        out.append(("badge warn", "known task flaw: " + "; ".join(
-            f"{f.get('exploit')}: {f.get('explanation')}" for f in result["known_task_flaw"])))
+        out.append(
+            (
+                "badge warn",
+                "known task flaw: "
+                + "; ".join(
+                    f"{f.get('exploit')}: {f.get('explanation')}" for f in result["known_task_flaw"]
+                ),
+            )
+        )
     return out
 
 
@@ -160,21 +193,30 @@ def render_replay(task_dir: Path, *, self_contained: bool = False) -> Path:
     result = _load_json(task_dir / "result.json")
     agent = _load_json(task_dir / "agent.json")
     episode = _load_trajectory(task_dir / "trajectory.json")
-    steps = [_step_view(i, rec, _img_src(task_dir, rec.screenshot, self_contained))
-             for i, rec in enumerate(read_traj(task_dir))]
-    instruction = (result.get("instruction") or agent.get("instruction")
-                   or (episode.instruction if episode else None))
+    steps = [
+        _step_view(i, rec, _img_src(task_dir, rec.screenshot, self_contained))
+        for i, rec in enumerate(read_traj(task_dir))
+    ]
+    instruction = (
+        result.get("instruction")
+        or agent.get("instruction")
+        or (episode.instruction if episode else None)
+    )
     totals = episode.totals.model_dump() if episode else {}
     judge = judge_view(result)
     html = PAGE.render(
         title=str(result.get("instruction") or agent.get("instruction") or "replay")[:80],
-        instruction=instruction, badges=_badges(result, agent, episode, judge),
-        infra_reason=result.get("infra_reason"), judge=judge, episode=episode,
+        instruction=instruction,
+        badges=_badges(result, agent, episode, judge),
+        infra_reason=result.get("infra_reason"),
+        judge=judge,
+        episode=episode,
         tampered="\n".join(result.get("tampered") or []) or None,
         failure=result.get("message") if result.get("failure_category") else None,
         evaluator=_evaluator_text(result),
         totals={k: round(v, 2) if isinstance(v, float) else v for k, v in totals.items()},
-        evidence=evidence_view(task_dir, result, inline=self_contained), steps=steps,
+        evidence=evidence_view(task_dir, result, inline=self_contained),
+        steps=steps,
     )
     out = task_dir / "replay.html"
     atomic_write(out, html)

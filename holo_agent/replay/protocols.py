@@ -17,13 +17,20 @@ def judge_view(result: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(j, dict):
         return {"badges": [], "field": None}
     if j.get("status") != "scored":
-        return {"badges": [("badge warn", "judge: unscored")],
-                "field": ("value error", f"no verdict: {j.get('error')}")}
+        return {
+            "badges": [("badge warn", "judge: unscored")],
+            "field": ("value error", f"no verdict: {j.get('error')}"),
+        }
     done = bool(j.get("verdict"))
-    agree = (j.get("rule_score") is not None and
-             done == (float(j["rule_score"]) >= float(result.get("threshold") or 1.0)))
-    badges = [(f"badge {'ok' if agree else 'bad'}",
-               f"judge ({j.get('model')}): {'done' if done else 'not done'}"),
-              ("badge", f"rule score: {j.get('rule_score')}"),
-              ("badge", f"scored by: {j.get('score_by')}")]
+    agree = j.get("rule_score") is not None and done == (
+        float(j["rule_score"]) >= float(result.get("threshold") or 1.0)
+    )
+    badges = [
+        (
+            f"badge {'ok' if agree else 'bad'}",
+            f"judge ({j.get('model')}): {'done' if done else 'not done'}",
+        ),
+        ("badge", f"rule score: {j.get('rule_score')}"),
+        ("badge", f"scored by: {j.get('score_by')}"),
+    ]
     return {"badges": badges, "field": ("value", str(j.get("reason") or ""))}

@@ -23,13 +23,18 @@ def cut(value: Any, where: str = "traj.jsonl", limit: int = MAX_TEXT_CHARS) -> s
     text = str(value)
     if len(text) <= limit:
         return text
-    return (f"{text[:limit]}\n… [{len(text) - limit:,} more characters cut here; the full "
-            f"text is in {where}]")
+    return (
+        f"{text[:limit]}\n… [{len(text) - limit:,} more characters cut here; the full "
+        f"text is in {where}]"
+    )
 
 
 TEMPLATES = jinja2.Environment(
-    loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"), autoescape=True,
-    undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+    loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"),
+    autoescape=True,
+    undefined=jinja2.StrictUndefined,
+    trim_blocks=True,
+    lstrip_blocks=True,
     finalize=lambda value: "" if value is None else value,  # a missing value shows as nothing
 )
 TEMPLATES.filters["cut"] = cut

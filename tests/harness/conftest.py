@@ -45,9 +45,11 @@ class _BareHelperImport(importlib.abc.MetaPathFinder):
 
     def find_spec(self, name: str, path: object = None, target: object = None) -> None:
         if "." not in name and (HELPERS / f"{name}.py").is_file():
-            raise ImportError(f"import the harness helper {name!r} as "
-                              f"tests.harness.helpers.{name} (one module object per file)",
-                              name=name)
+            raise ImportError(
+                f"import the harness helper {name!r} as "
+                f"tests.harness.helpers.{name} (one module object per file)",
+                name=name,
+            )
         return None
 
 
@@ -62,16 +64,22 @@ def pytest_configure(config: pytest.Config) -> None:
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     # xdist's workers see the controller's choice as option ``loadgroup`` (their ``dist`` is no)
-    if not (getattr(config.option, "loadgroup", False)
-            or getattr(config.option, "dist", None) == "loadgroup"):
+    if not (
+        getattr(config.option, "loadgroup", False)
+        or getattr(config.option, "dist", None) == "loadgroup"
+    ):
         return
     try:
         from _pytest.nodeid import NodeId
     except ImportError:  # an older pytest: xdist's own suffix works there
         return
     for item in items:
-        groups = sorted({m.args[0] if m.args else m.kwargs.get("name", "default")
-                         for m in item.iter_markers("xdist_group")})
+        groups = sorted(
+            {
+                m.args[0] if m.args else m.kwargs.get("name", "default")
+                for m in item.iter_markers("xdist_group")
+            }
+        )
         if groups and "@" not in item.nodeid and hasattr(item, "_id"):
             item._id = NodeId.parse(f"{item.nodeid}@{'_'.join(groups)}")
 
@@ -89,5 +97,7 @@ def _osworld_unchanged() -> Iterator[None]:
     yield
     after = _desktop_env_origin()
     if after is not None and after != before and "site-packages" not in after:
-        raise AssertionError(f"this test left desktop_env from {after} in sys.modules "
-                             f"(before: {before}); later tests in this process would use it")
+        raise AssertionError(
+            f"this test left desktop_env from {after} in sys.modules "
+            f"(before: {before}); later tests in this process would use it"
+        )

@@ -11,10 +11,14 @@ from typing import Any
 
 import httpx
 
-from computer_env.desktop.client._transport import (EXECUTE_TIMEOUT, PYAUTOGUI_PREFIX,
-                                              DesktopRequestError, ExecResult)
 from computer_env.desktop.client._setup import SetupAndFiles
+from computer_env.desktop.client._transport import (
+    EXECUTE_TIMEOUT,
+    DesktopRequestError,
+    ExecResult,
+)
 from computer_env.desktop.grabs import XGrabReport
+from computer_env.desktop.prefix import PYAUTOGUI_PREFIX
 
 logger = logging.getLogger(__name__)
 
@@ -64,23 +68,39 @@ class DesktopClient(SetupAndFiles):
         )
         return out.getvalue()
 
-    def settle(self, *, quiet_s: float, cap_s: float, grace_s: float = 0.03,
-               max_quiet_s: float | None = None, cpu_quiet_s: float | None = None,
-               map_quiet_s: float | None = None) -> dict[str, Any] | None:
+    def settle(
+        self,
+        *,
+        quiet_s: float,
+        cap_s: float,
+        grace_s: float = 0.03,
+        max_quiet_s: float | None = None,
+        cpu_quiet_s: float | None = None,
+        map_quiet_s: float | None = None,
+    ) -> dict[str, Any] | None:
         """Wait in the desktop until the screen is still (its X server's damage reports) and
         the active app idle (its CPU time; ``cpu_quiet_s``, ``map_quiet_s``: the server's
         defaults when None); None when the server cannot (an upstream OSWorld VM): compare
         screenshots instead."""
         if not self._has("settle"):
             return None
-        payload: dict[str, float] = {"quiet_s": quiet_s, "cap_s": cap_s, "grace_s": grace_s,
-                                     "max_quiet_s": max(quiet_s, max_quiet_s or quiet_s)}
+        payload: dict[str, float] = {
+            "quiet_s": quiet_s,
+            "cap_s": cap_s,
+            "grace_s": grace_s,
+            "max_quiet_s": max(quiet_s, max_quiet_s or quiet_s),
+        }
         if cpu_quiet_s is not None:
             payload["cpu_quiet_s"] = cpu_quiet_s
         if map_quiet_s is not None:
             payload["map_quiet_s"] = map_quiet_s
-        r = self._request("POST", "/settle", json=payload, timeout=cap_s + 15.0,
-                          ok=lambda r: r.status_code in (200, 501))
+        r = self._request(
+            "POST",
+            "/settle",
+            json=payload,
+            timeout=cap_s + 15.0,
+            ok=lambda r: r.status_code in (200, 501),
+        )
         return r.json() if r.status_code == 200 else None
 
     def x_grabs(self) -> XGrabReport:
@@ -121,7 +141,9 @@ class DesktopClient(SetupAndFiles):
         if timeout is not None:
             payload["timeout"] = timeout
         limit = (timeout if timeout is not None else EXECUTE_TIMEOUT) + 15.0
-        return ExecResult.model_validate(self._json("POST", "/execute", json=payload, timeout=limit))
+        return ExecResult.model_validate(
+            self._json("POST", "/execute", json=payload, timeout=limit)
+        )
 
     def run_pyautogui(self, code: str) -> ExecResult:
         """Run pyautogui code: the fast path when offered, else OSWorld's ``python -c``."""
@@ -139,17 +161,17 @@ class DesktopClient(SetupAndFiles):
             return
         result = self.execute(["xdotool", "type", "--clearmodifiers", "--", text])
         if result.returncode != 0:
-            raise DesktopRequestError(500, f"xdotool type failed: {result.error.strip()}", path="/execute")
+            raise DesktopRequestError(
+                500, f"xdotool type failed: {result.error.strip()}", path="/execute"
+            )
 
     # -- lifecycle ---------------------------------------------------------------------------
 
     def close(self) -> None:
         self._http.close()
 
-    def __enter__(self) -> "DesktopClient":
+    def __enter__(self) -> DesktopClient:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-

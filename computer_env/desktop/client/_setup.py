@@ -9,7 +9,11 @@ import shlex
 from collections.abc import Sequence
 from typing import Any
 
-from computer_env.desktop.client._transport import EXECUTE_TIMEOUT, DesktopRequestError, GuestTransport
+from computer_env.desktop.client._transport import (
+    EXECUTE_TIMEOUT,
+    DesktopRequestError,
+    GuestTransport,
+)
 
 
 class SetupAndFiles(GuestTransport):
@@ -19,20 +23,30 @@ class SetupAndFiles(GuestTransport):
         """Start a program in the background (OSWorld's /setup/launch)."""
         if isinstance(command, str) and not shell:
             command = shlex.split(command)
-        payload = {"command": command if isinstance(command, str) else list(command), "shell": shell}
+        payload = {
+            "command": command if isinstance(command, str) else list(command),
+            "shell": shell,
+        }
         self._request("POST", "/setup/launch", json=payload)
 
     def open_file(self, path: str, *, timeout: float = 60) -> None:
         """Open a file with its default app and wait until its window shows."""
         self._request(
-            "POST", "/setup/open_file", json={"path": path, "timeout": timeout}, timeout=timeout + 15
+            "POST",
+            "/setup/open_file",
+            json={"path": path, "timeout": timeout},
+            timeout=timeout + 15,
         )
 
-    def activate_window(self, window_name: str, *, strict: bool = False, by_class: bool = False) -> None:
+    def activate_window(
+        self, window_name: str, *, strict: bool = False, by_class: bool = False
+    ) -> None:
         """Raise and focus a window; ``DesktopRequestError`` (404) when none matches."""
         self._window("/setup/activate_window", window_name, strict, by_class)
 
-    def close_window(self, window_name: str, *, strict: bool = False, by_class: bool = False) -> None:
+    def close_window(
+        self, window_name: str, *, strict: bool = False, by_class: bool = False
+    ) -> None:
         """Close a window; ``DesktopRequestError`` (404) when none matches."""
         self._window("/setup/close_window", window_name, strict, by_class)
 
@@ -51,18 +65,32 @@ class SetupAndFiles(GuestTransport):
     def upload_file(self, path: str, data: bytes) -> None:
         """Write ``data`` to ``path`` in the desktop (multipart, like OSWorld's SetupController)."""
         files = {"file_data": (os.path.basename(path) or "file", data)}
-        self._request("POST", "/setup/upload", data={"file_path": path}, files=files,
-                      timeout=max(self.timeout, 600.0), idempotent=True)
+        self._request(
+            "POST",
+            "/setup/upload",
+            data={"file_path": path},
+            files=files,
+            timeout=max(self.timeout, 600.0),
+            idempotent=True,
+        )
 
     def read_file(self, path: str) -> bytes | None:
         """A file's bytes, or None when it does not exist."""
-        r = self._request("POST", "/file", data={"file_path": path}, idempotent=True,
-                          ok=lambda r: r.status_code in (200, 404), timeout=max(self.timeout, 120.0))
+        r = self._request(
+            "POST",
+            "/file",
+            data={"file_path": path},
+            idempotent=True,
+            ok=lambda r: r.status_code in (200, 404),
+            timeout=max(self.timeout, 120.0),
+        )
         return r.content if r.status_code == 200 else None
 
     def list_directory(self, path: str) -> dict[str, Any]:
         """OSWorld's directory tree ``{type, name, children}``."""
-        return self._json("POST", "/list_directory", json={"path": path}, idempotent=True)["directory_tree"]
+        return self._json("POST", "/list_directory", json={"path": path}, idempotent=True)[
+            "directory_tree"
+        ]
 
     def desktop_path(self) -> str:
         return str(self._json("POST", "/desktop_path", idempotent=True)["desktop_path"])
@@ -98,5 +126,3 @@ class SetupAndFiles(GuestTransport):
     def end_recording(self) -> bytes:
         """Stop the recording; the MP4 bytes."""
         return self._request("POST", "/end_recording", timeout=max(self.timeout, 60.0)).content
-
-

@@ -19,7 +19,6 @@ import httpx
 from pydantic import BaseModel
 
 from computer_env.desktop import identity
-from computer_env.desktop.prefix import PYAUTOGUI_PREFIX
 from computer_env.errors import VMUnreachable
 from computer_env.retry import RetryPolicy
 
@@ -34,7 +33,9 @@ class DesktopRequestError(Exception):
     """The server answered with an HTTP error status."""
 
     def __init__(self, status: int, message: str, *, path: str = "") -> None:
-        super().__init__(f"{path} -> HTTP {status}: {message}" if path else f"HTTP {status}: {message}")
+        super().__init__(
+            f"{path} -> HTTP {status}: {message}" if path else f"HTTP {status}: {message}"
+        )
         self.status = status
         self.message = message
         self.path = path
@@ -72,7 +73,6 @@ def _body_message(content: bytes, reason: str) -> str:
 class GuestTransport:
     """One desktop's guest server over HTTP: requests with retries, answers checked."""
 
-
     def __init__(
         self,
         url: str,
@@ -101,7 +101,7 @@ class GuestTransport:
         server does not say)."""
 
     @classmethod
-    def from_handle(cls, handle: "DesktopHandle", **kwargs: Any) -> Self:
+    def from_handle(cls, handle: DesktopHandle, **kwargs: Any) -> Self:
         """A client for a provider's :class:`DesktopHandle`."""
         return cls(handle.url, handle.token, **kwargs)
 
@@ -126,14 +126,18 @@ class GuestTransport:
 
         def send() -> httpx.Response:
             return self._http.request(
-                method, path, timeout=timeout if timeout is not None else self.timeout, **kwargs)
+                method, path, timeout=timeout if timeout is not None else self.timeout, **kwargs
+            )
 
         try:
-            response = self.retry.call(send, retry_on=retryable, what=f"{method} {path}",
-                                       log_level=logging.DEBUG)
+            response = self.retry.call(
+                send, retry_on=retryable, what=f"{method} {path}", log_level=logging.DEBUG
+            )
         except retryable as exc:
-            raise VMUnreachable(f"{method} {self.url}{path}: no answer after "
-                                f"{self.retry.attempts} attempts: {exc!r}") from exc
+            raise VMUnreachable(
+                f"{method} {self.url}{path}: no answer after "
+                f"{self.retry.attempts} attempts: {exc!r}"
+            ) from exc
         except httpx.TransportError as exc:
             raise VMUnreachable(f"{method} {self.url}{path} failed: {exc!r}") from exc
         if not ok(response):
@@ -155,25 +159,26 @@ class GuestTransport:
         headers = {**self._headers, "Host": split.netloc}
 
         def send() -> tuple[int, str, bytes]:
-            conn = http.client.HTTPConnection(split.hostname or "", split.port or 80,
-                                              timeout=self.timeout)
+            conn = http.client.HTTPConnection(
+                split.hostname or "", split.port or 80, timeout=self.timeout
+            )
             try:
                 conn.request("GET", target, headers=headers)
                 response = conn.getresponse()
-                self._note_grabs(response.getheader("X-Grabs"),
-                                 response.getheader("X-Keymap"))
+                self._note_grabs(response.getheader("X-Grabs"), response.getheader("X-Keymap"))
                 return response.status, response.reason, response.read()
             finally:
                 conn.close()
 
         failures = (OSError, http.client.HTTPException)
         try:
-            status, reason, content = self.retry.call(send, retry_on=failures,
-                                                      what=f"GET {path}",
-                                                      log_level=logging.DEBUG)
+            status, reason, content = self.retry.call(
+                send, retry_on=failures, what=f"GET {path}", log_level=logging.DEBUG
+            )
         except failures as exc:
-            raise VMUnreachable(f"GET {self.url}{path}: no answer after "
-                                f"{self.retry.attempts} attempts: {exc!r}") from exc
+            raise VMUnreachable(
+                f"GET {self.url}{path}: no answer after {self.retry.attempts} attempts: {exc!r}"
+            ) from exc
         if status >= 400:
             raise DesktopRequestError(status, _body_message(content, reason), path=path)
         return content
@@ -188,13 +193,15 @@ class GuestTransport:
         nonce = identity.new_nonce()
 
         def ask() -> httpx.Response:
-            return httpx.post(f"{self.url}{identity.PATH}", json={"nonce": nonce},
-                              timeout=self.timeout)
+            return httpx.post(
+                f"{self.url}{identity.PATH}", json={"nonce": nonce}, timeout=self.timeout
+            )
 
         failures = (httpx.ConnectError, httpx.ConnectTimeout)
         try:
-            answer = self.retry.call(ask, retry_on=failures, what=f"POST {identity.PATH}",
-                                     log_level=logging.DEBUG)
+            answer = self.retry.call(
+                ask, retry_on=failures, what=f"POST {identity.PATH}", log_level=logging.DEBUG
+            )
         except httpx.TransportError as exc:
             raise VMUnreachable(f"POST {self.url}{identity.PATH}: {exc!r}") from exc
         try:
@@ -209,5 +216,3 @@ class GuestTransport:
 
     def _json(self, method: str, path: str, **kwargs: Any) -> Any:
         return self._request(method, path, **kwargs).json()
-
-

@@ -71,8 +71,9 @@ def parse_cpus(text: str | float, what: str = "desktop CPU limit") -> float:
     except (TypeError, ValueError):
         raise ValueError(f"{what}: expected a number of CPUs like 1.5, got {text!r}") from None
     if not value >= MIN_CPUS or value == float("inf"):
-        raise ValueError(f"{what}: {text!r} is too small or not finite: a desktop needs at least "
-                         f"{MIN_CPUS} CPU")
+        raise ValueError(
+            f"{what}: {text!r} is too small or not finite: a desktop needs at least {MIN_CPUS} CPU"
+        )
     return value
 
 
@@ -81,26 +82,33 @@ class DesktopLimits:
     """Per-desktop caps. Defaults leave room for OSWorld's heaviest tasks (Chromium +
     LibreOffice + Thunderbird) while a runaway program cannot hurt the host."""
 
-    memory_bytes: int = 1536 * MiB   # RAM (+swap) of every process of the desktop, tmpfs included
-    pids: int = 1024                 # tasks (processes and threads)
-    tmp_bytes: int = 512 * MiB       # /tmp (and /dev/shm) tmpfs size
+    memory_bytes: int = 1536 * MiB  # RAM (+swap) of every process of the desktop, tmpfs included
+    pids: int = 1024  # tasks (processes and threads)
+    tmp_bytes: int = 512 * MiB  # /tmp (and /dev/shm) tmpfs size
     cpus: float = field(default_factory=default_cpus)  # CPU time (1.0 = one CPU's worth)
 
     def __post_init__(self) -> None:
         if self.memory_bytes < 256 * MiB:
-            raise ValueError(f"desktop memory limit {format_size(self.memory_bytes)} is too "
-                             "small: a desktop needs at least 256 MiB")
+            raise ValueError(
+                f"desktop memory limit {format_size(self.memory_bytes)} is too "
+                "small: a desktop needs at least 256 MiB"
+            )
         if self.pids < 64:
             raise ValueError(f"desktop process limit {self.pids} is too small: at least 64")
         if self.tmp_bytes < 16 * MiB:
-            raise ValueError(f"desktop /tmp size {format_size(self.tmp_bytes)} is too small: "
-                             "at least 16 MiB")
+            raise ValueError(
+                f"desktop /tmp size {format_size(self.tmp_bytes)} is too small: at least 16 MiB"
+            )
         parse_cpus(self.cpus)
 
     @classmethod
-    def from_values(cls, memory: str | int | None = None, pids: str | int | None = None,
-                    tmp: str | int | None = None,
-                    cpus: str | float | None = None) -> "DesktopLimits":
+    def from_values(
+        cls,
+        memory: str | int | None = None,
+        pids: str | int | None = None,
+        tmp: str | int | None = None,
+        cpus: str | float | None = None,
+    ) -> DesktopLimits:
         """Given values, else the environment (``HOLO_DESKTOP_*``), else the defaults."""
         d = cls()
         memory = memory if memory is not None else os.environ.get(ENV_MEMORY) or d.memory_bytes
@@ -111,12 +119,18 @@ class DesktopLimits:
             n_pids = int(pids)
         except ValueError:
             raise ValueError(f"desktop process limit: expected a number, got {pids!r}") from None
-        return cls(memory_bytes=parse_size(memory, "desktop memory limit"), pids=n_pids,
-                   tmp_bytes=parse_size(tmp, "desktop /tmp size"), cpus=parse_cpus(cpus))
+        return cls(
+            memory_bytes=parse_size(memory, "desktop memory limit"),
+            pids=n_pids,
+            tmp_bytes=parse_size(tmp, "desktop /tmp size"),
+            cpus=parse_cpus(cpus),
+        )
 
     def describe(self) -> str:
-        return (f"memory {format_size(self.memory_bytes)}, {self.pids} processes, "
-                f"{self.cpus:g} CPUs, /tmp {format_size(self.tmp_bytes)}")
+        return (
+            f"memory {format_size(self.memory_bytes)}, {self.pids} processes, "
+            f"{self.cpus:g} CPUs, /tmp {format_size(self.tmp_bytes)}"
+        )
 
 
 def _counter(path: Path, key: str) -> int:
@@ -135,8 +149,9 @@ def cgroup_breaches(dirs: list[Path], limits: DesktopLimits | None) -> list[str]
     found: list[str] = []
     for d in dirs:
         mem = format_size(limits.memory_bytes) if limits else "its"
-        oom = _counter(d / "memory.events", "oom_kill") or _counter(d / "memory.oom_control",
-                                                                      "oom_kill")
+        oom = _counter(d / "memory.events", "oom_kill") or _counter(
+            d / "memory.oom_control", "oom_kill"
+        )
         if oom:
             found.append(f"memory limit ({mem}) exceeded: the kernel killed {oom} process(es)")
         refused = _counter(d / "pids.events", "max")

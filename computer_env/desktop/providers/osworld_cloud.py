@@ -125,7 +125,8 @@ class OSWorldCloudProvider(DesktopProvider):
             ) from exc
         try:
             self._manager, self._provider = _call(
-                factory, self.provider_name, self.region, use_proxy=self.use_proxy)
+                factory, self.provider_name, self.region, use_proxy=self.use_proxy
+            )
         except NotImplementedError as exc:
             raise ConfigurationError(f"OSWorld has no provider {self.provider_name!r}") from exc
         except ImportError as exc:
@@ -144,17 +145,25 @@ class OSWorldCloudProvider(DesktopProvider):
             raise VMStartError(f"{self.name}: no address for VM {self._vm_path}: {exc}") from exc
         url = f"http://{host}:{port}"
         wait_until_ready(url, None, timeout=self.ready_timeout, what=f"{self.name} VM {host}")
-        self._handle = DesktopHandle(url=url, token=None, guest_host=self.guest_host,
-                                     provider=self.name, image=str(self._vm_path))
+        self._handle = DesktopHandle(
+            url=url,
+            token=None,
+            guest_host=self.guest_host,
+            provider=self.name,
+            image=str(self._vm_path),
+        )
         return self._handle
 
     def start(self) -> DesktopHandle:
         self._load()
         try:
-            self._vm_path = _call(self._manager.get_vm_path, os_type=self.os_type,
-                                  region=self.region, screen_size=self.screen)
-            _call(self._provider.start_emulator, self._vm_path, self.headless,
-                  os_type=self.os_type)
+            self._vm_path = _call(
+                self._manager.get_vm_path,
+                os_type=self.os_type,
+                region=self.region,
+                screen_size=self.screen,
+            )
+            _call(self._provider.start_emulator, self._vm_path, self.headless, os_type=self.os_type)
         except ConfigurationError:
             raise
         except Exception as exc:  # cloud SDK errors of every kind
@@ -166,8 +175,7 @@ class OSWorldCloudProvider(DesktopProvider):
         if self._vm_path is None:
             return self.start()
         try:
-            new_path = _call(self._provider.revert_to_snapshot, self._vm_path,
-                             self.snapshot_name)
+            new_path = _call(self._provider.revert_to_snapshot, self._vm_path, self.snapshot_name)
         except Exception as exc:
             raise VMStartError(f"{self.name}: revert failed: {exc}") from exc
         if isinstance(new_path, str) and new_path:

@@ -41,10 +41,7 @@ def published_ports(port_map: Mapping[str, Any] | None) -> dict[int, int]:
 
 def named_ports(by_container_port: Mapping[int, int]) -> dict[str, int]:
     """``{5000: 49153, 9222: 49154}`` -> ``{"server": 49153, "cdp": 49154}``."""
-    return {
-        GUEST_PORT_NAMES.get(port, str(port)): host
-        for port, host in by_container_port.items()
-    }
+    return {GUEST_PORT_NAMES.get(port, str(port)): host for port, host in by_container_port.items()}
 
 
 def probe(url: str, token: str | None, path: str = "/platform", timeout: float = 5.0) -> bool:
@@ -76,22 +73,35 @@ def wait_until_ready(
     deadline = start + timeout
 
     def screenshot() -> bool:
-        response = httpx.get(url.rstrip("/") + "/screenshot", headers=auth_headers(token),
-                             timeout=min(10.0, max(1.0, deadline - time.monotonic())))
+        response = httpx.get(
+            url.rstrip("/") + "/screenshot",
+            headers=auth_headers(token),
+            timeout=min(10.0, max(1.0, deadline - time.monotonic())),
+        )
         if response.status_code == 200 and response.content:
             return True
         if response.status_code in (401, 403):
-            raise VMStartError(f"{what}: the server at {url} refused the token (HTTP "
-                               f"{response.status_code}); is another server on that port?")
+            raise VMStartError(
+                f"{what}: the server at {url} refused the token (HTTP "
+                f"{response.status_code}); is another server on that port?"
+            )
         raise NotYet(f"GET /screenshot answered {response.status_code}")
 
     try:
-        wait_until(screenshot, timeout_s=timeout, what=what, interval_s=interval,
-                   max_interval_s=max_interval, gone=still_starting,
-                   retry_on=(httpx.HTTPError,))
+        wait_until(
+            screenshot,
+            timeout_s=timeout,
+            what=what,
+            interval_s=interval,
+            max_interval_s=max_interval,
+            gone=still_starting,
+            retry_on=(httpx.HTTPError,),
+        )
     except NotReady as exc:
         if exc.gone is not None:
             raise VMStartError(f"{what} stopped before its server answered: {exc.gone}") from None
-        raise VMStartError(f"{what}: the server at {url} did not return a screenshot within "
-                           f"{timeout:.0f}s (last: {exc.last})") from None
+        raise VMStartError(
+            f"{what}: the server at {url} did not return a screenshot within "
+            f"{timeout:.0f}s (last: {exc.last})"
+        ) from None
     return time.monotonic() - start

@@ -15,7 +15,6 @@ from computer_env.desktop.providers.base import DesktopProvider
 from computer_env.desktop.providers.options import ProviderOptions, controller_pid
 from computer_env.errors import ConfigurationError
 
-
 #: name -> "module:Class"; a name ending in ":" takes a variant (``osworld:aws``).
 PROVIDERS: dict[str, str] = {
     "local": "computer_env.desktop.providers.local.provider:LocalSandboxProvider",
@@ -38,7 +37,8 @@ def provider_class(name: str) -> tuple[type[DesktopProvider], str]:
     target = PROVIDERS.get(key + colon) if (variant or not colon) else None
     if target is None:
         raise ConfigurationError(
-            f"--provider {name!r}: unknown provider (known: {', '.join(known_names())})")
+            f"--provider {name!r}: unknown provider (known: {', '.join(known_names())})"
+        )
     module, _, cls = target.partition(":")
     provider: type[DesktopProvider] = getattr(importlib.import_module(module), cls)
     return provider, variant
@@ -57,5 +57,12 @@ def preflight(name: str, opts: ProviderOptions) -> list[str]:
     return cls.preflight(opts, variant)
 
 
-__all__ = ["PROVIDERS", "ProviderOptions", "controller_pid", "known_names", "make_provider",
-           "preflight", "provider_class"]
+__all__ = [
+    "PROVIDERS",
+    "ProviderOptions",
+    "controller_pid",
+    "known_names",
+    "make_provider",
+    "preflight",
+    "provider_class",
+]

@@ -64,7 +64,8 @@ class RemoteProvider(DesktopProvider):
         if tokens is not None:
             if len(tokens) != len(parsed):
                 raise ConfigurationError(
-                    f"{len(tokens)} tokens given for {len(parsed)} --vm-url values")
+                    f"{len(tokens)} tokens given for {len(parsed)} --vm-url values"
+                )
             parsed = [(url, tok or own) for (url, own), tok in zip(parsed, tokens, strict=True)]
         index = worker_index if worker_index is not None else xdist_worker_index(worker)
         self.index = index % len(parsed)
@@ -81,12 +82,14 @@ class RemoteProvider(DesktopProvider):
     def start(self) -> DesktopHandle:
         """Wait (bounded) until the server returns a screenshot; raise VMUnreachable otherwise."""
         try:
-            wait_until_ready(self.url, self._token, timeout=self.ready_timeout,
-                             what=f"remote desktop {self.url}")
+            wait_until_ready(
+                self.url, self._token, timeout=self.ready_timeout, what=f"remote desktop {self.url}"
+            )
         except VMStartError as exc:  # a server that is not ours to start never answered
             raise VMUnreachable(str(exc)) from exc
-        handle = DesktopHandle(url=self.url, token=self._token, guest_host=self.guest_host,
-                               provider="remote")
+        handle = DesktopHandle(
+            url=self.url, token=self._token, guest_host=self.guest_host, provider="remote"
+        )
         self._handle, self._gateway = with_gateway(handle, self._gateway)
         return self._handle
 

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 __all__ = ["VERSION", "ServerConfig", "create_app", "main"]
 
 
-def create_app(config: ServerConfig) -> "Flask":
+def create_app(config: ServerConfig) -> Flask:
     """The Flask app for ``config`` (see :func:`computer_env.desktop.server.app.create_app`)."""
     from computer_env.desktop.server.app import create_app as _create_app
 

@@ -54,8 +54,9 @@ def create_app(config: ServerConfig) -> Flask:
     def _note_input(response: Response) -> Response:
         # set-up steps and code actions may draw or start something: settling gives them its
         # grace period (plain /execute is what probes use; /actions and /type note their own)
-        if request.method == "POST" and (request.path.startswith("/setup/")
-                                         or request.path in _ACTING):
+        if request.method == "POST" and (
+            request.path.startswith("/setup/") or request.path in _ACTING
+        ):
             app.extensions["desktop_server"].input_done(start=False)
         return response
 

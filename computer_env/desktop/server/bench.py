@@ -9,8 +9,8 @@ from __future__ import annotations
 import statistics
 import sys
 import time
-from functools import partial
 from collections.abc import Callable
+from functools import partial
 
 from computer_env.desktop.client import DesktopClient
 from computer_env.desktop.prefix import PYAUTOGUI_PREFIX
@@ -36,7 +36,9 @@ def main(argv: list[str] | None = None) -> int:
             size = len(c.screenshot(fmt))
             ms = _median_ms(partial(c.screenshot, fmt), n)
             print(f"screenshot {fmt:5s} {ms:7.1f} ms  {size / 1024:7.1f} KiB")
-        print(f"action /actions   {_median_ms(lambda: c.run_pyautogui('pyautogui.moveTo(5, 5)'), n):7.1f} ms")
+        print(
+            f"action /actions   {_median_ms(lambda: c.run_pyautogui('pyautogui.moveTo(5, 5)'), n):7.1f} ms"
+        )
         cmd = ["python", "-c", PYAUTOGUI_PREFIX + "pyautogui.moveTo(6, 6)"]
         print(f"action /execute   {_median_ms(lambda: c.execute(cmd), n):7.1f} ms")
         print(f"command true      {_median_ms(lambda: c.execute(['true']), n):7.1f} ms")

@@ -22,17 +22,27 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--host", default="127.0.0.1", help="address to listen on")
     p.add_argument("--port", type=int, default=5000, help="port to listen on (0 = any free port)")
-    p.add_argument("--token-fd", type=int, help="an inherited pipe holding the bearer token, "
-                   "read to its end once and closed (the local desktop's way: no file, no "
-                   "environment)")
-    p.add_argument("--token-file", type=Path, help="file holding the bearer token "
-                   "(else env DESKTOP_SERVER_TOKEN)")
+    p.add_argument(
+        "--token-fd",
+        type=int,
+        help="an inherited pipe holding the bearer token, "
+        "read to its end once and closed (the local desktop's way: no file, no "
+        "environment)",
+    )
+    p.add_argument(
+        "--token-file",
+        type=Path,
+        help="file holding the bearer token (else env DESKTOP_SERVER_TOKEN)",
+    )
     p.add_argument("--port-file", type=Path, help="write the bound port here once listening")
-    p.add_argument("--osworld-only", action="store_true",
-                   help="serve only OSWorld's API (no /capabilities, /actions, /type), "
-                   "like an upstream VM")
-    p.add_argument("--no-warm", action="store_true",
-                   help="do not pre-start the pyautogui interpreter")
+    p.add_argument(
+        "--osworld-only",
+        action="store_true",
+        help="serve only OSWorld's API (no /capabilities, /actions, /type), like an upstream VM",
+    )
+    p.add_argument(
+        "--no-warm", action="store_true", help="do not pre-start the pyautogui interpreter"
+    )
     p.add_argument("--log-level", default=os.environ.get("DESKTOP_SERVER_LOG", "INFO"))
     return p
 
@@ -89,8 +99,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"cannot read the token: {exc}", file=sys.stderr)
         return 2
     if token is None:
-        print("no token: pass --token-fd or --token-file, or set DESKTOP_SERVER_TOKEN",
-              file=sys.stderr)
+        print(
+            "no token: pass --token-fd or --token-file, or set DESKTOP_SERVER_TOKEN",
+            file=sys.stderr,
+        )
         return 2
     os.environ.pop("DESKTOP_SERVER_TOKEN", None)  # children must not see it
     from computer_env.desktop.server.commands.verifier import (
@@ -109,8 +121,8 @@ def main(argv: list[str] | None = None) -> int:
 
     nest_pid = _nest_pid()
     if nest_pid is not None:  # apps' pids (_NET_WM_PID, at-spi) are the nest's
-        from computer_env.desktop.server.screen import appcpu
         from computer_env.desktop.server.commands.nest import proc_root
+        from computer_env.desktop.server.screen import appcpu
 
         appcpu.PROC = proc_root(nest_pid)
         os.environ["DESKTOP_APP_PROC"] = appcpu.PROC

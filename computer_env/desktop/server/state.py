@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING
 from computer_env.procs import ChildProcesses
 
 if TYPE_CHECKING:
+    from computer_env.desktop.server.commands.verifier import VerifierRunner
     from computer_env.desktop.server.input.actions import ActionInterpreter
     from computer_env.desktop.server.screen.damage import DamageWatcher
     from computer_env.desktop.server.screen.recording import Recorder
     from computer_env.desktop.server.screen.screenshot import ScreenGrabber
-    from computer_env.desktop.server.commands.verifier import VerifierRunner
     from computer_env.desktop.server.x11.windows import XQueries
     from computer_env.desktop.server.x11.xwatch import XWatch
 
@@ -65,7 +65,7 @@ class ServerState:
         """Finds and releases grabs of the X server (started by the CLI; see xwatch.py)."""
 
     @property
-    def screen(self) -> "ScreenGrabber":
+    def screen(self) -> ScreenGrabber:
         with self._lock:
             if self._screen is None:
                 from computer_env.desktop.server.screen.screenshot import ScreenGrabber
@@ -74,7 +74,7 @@ class ServerState:
             return self._screen
 
     @property
-    def x(self) -> "XQueries":
+    def x(self) -> XQueries:
         with self._lock:
             if self._xq is None:
                 from computer_env.desktop.server.x11.windows import XQueries
@@ -83,7 +83,7 @@ class ServerState:
             return self._xq
 
     @property
-    def damage(self) -> "DamageWatcher | None":
+    def damage(self) -> DamageWatcher | None:
         """The screen's damage watcher; None without DAMAGE (settling falls back to screenshots)."""
         with self._lock:
             if self._damage is not None and not self._damage.alive:
@@ -109,7 +109,7 @@ class ServerState:
             watcher.input_done()
 
     @property
-    def actions(self) -> "ActionInterpreter":
+    def actions(self) -> ActionInterpreter:
         with self._lock:
             if self._actions is None:
                 from computer_env.desktop.server.input.actions import ActionInterpreter
@@ -118,7 +118,7 @@ class ServerState:
             return self._actions
 
     @property
-    def recorder(self) -> "Recorder":
+    def recorder(self) -> Recorder:
         with self._lock:
             if self._recorder is None:
                 from computer_env.desktop.server.screen.recording import Recorder

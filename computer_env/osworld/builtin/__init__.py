@@ -17,14 +17,22 @@ BUILTIN_ROOT: Path = Path(__file__).resolve().parent
 """Root of the built-in task set (pass it wherever an OSWorld ``evaluation_examples`` is taken)."""
 
 _COORD_ARGS: dict[str, tuple[str, ...]] = {
-    "click": ("x", "y"), "double_click": ("x", "y"), "right_click": ("x", "y"),
-    "move_to": ("x", "y"), "drag": ("from_x", "from_y", "to_x", "to_y"),
+    "click": ("x", "y"),
+    "double_click": ("x", "y"),
+    "right_click": ("x", "y"),
+    "move_to": ("x", "y"),
+    "drag": ("from_x", "from_y", "to_x", "to_y"),
 }
 _REQUIRED_ARGS: dict[str, tuple[str, ...]] = {
     **{name: ("element", *args) for name, args in _COORD_ARGS.items() if name != "drag"},
     "drag": _COORD_ARGS["drag"],
-    "write": ("content",), "press_key": ("key",), "hotkey": ("keys",), "scroll": ("direction",),
-    "wait": ("seconds",), "answer": ("content",), "run_code": ("language", "code"),
+    "write": ("content",),
+    "press_key": ("key",),
+    "hotkey": ("keys",),
+    "scroll": ("direction",),
+    "wait": ("seconds",),
+    "answer": ("content",),
+    "run_code": ("language", "code"),
 }
 
 
@@ -82,6 +90,10 @@ def task_ids(root: Path = BUILTIN_ROOT, task_list: str = "test_all.json") -> lis
 
 
 __all__ = [
-    "BUILTIN_ROOT", "SolutionFormatError", "load_code_solutions", "load_solution",
-    "load_solutions", "task_ids",
+    "BUILTIN_ROOT",
+    "SolutionFormatError",
+    "load_code_solutions",
+    "load_solution",
+    "load_solutions",
+    "task_ids",
 ]

@@ -110,8 +110,9 @@ def private_assets(root: Path = BUILTIN_ROOT) -> frozenset[str]:
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
             evaluator = data.get("evaluator") or {}
-            walk([evaluator.get(k) for k in ("result", "expected", "postconfig")],
-                 found["evaluator"])
+            walk(
+                [evaluator.get(k) for k in ("result", "expected", "postconfig")], found["evaluator"]
+            )
             walk(data.get("config"), found["config"])
         except (OSError, ValueError, AttributeError):
             continue
@@ -119,7 +120,7 @@ def private_assets(root: Path = BUILTIN_ROOT) -> frozenset[str]:
 
 
 class _Handler(BaseHTTPRequestHandler):
-    server: "_Server"
+    server: _Server
     server_version = "AssetServer/1.0"
     protocol_version = "HTTP/1.1"
 
@@ -140,14 +141,18 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _host_side(self) -> bool:
         """The request came over this host's loopback (the harness), not from a desktop."""
-        return is_loopback(str(self.client_address[0])) and \
-            is_loopback(str(self.connection.getsockname()[0]))
+        return is_loopback(str(self.client_address[0])) and is_loopback(
+            str(self.connection.getsockname()[0])
+        )
 
     def _serve(self, *, body: bool) -> None:
         owner = self.server.owner
         target = resolve(owner.root, self.path)
-        if target is not None and not self._host_side() and \
-                target.relative_to(owner.root).as_posix() in owner.private:
+        if (
+            target is not None
+            and not self._host_side()
+            and target.relative_to(owner.root).as_posix() in owner.private
+        ):
             target = None  # an expected/gold file: for the evaluator on the host only
         if target is None:
             data = b"not found\n"
@@ -174,7 +179,7 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
 
-    def __init__(self, address: tuple[str, int], owner: "AssetServer") -> None:
+    def __init__(self, address: tuple[str, int], owner: AssetServer) -> None:
         self.owner = owner
         super().__init__(address, _Handler)
 
@@ -189,8 +194,13 @@ class _Server(ThreadingHTTPServer):
 class AssetServer:
     """Serves ``root`` read-only over HTTP from a background thread."""
 
-    def __init__(self, root: Path = BUILTIN_ROOT / "assets", host: str = "0.0.0.0",
-                 port: int = 0, private: Collection[str] | None = None) -> None:
+    def __init__(
+        self,
+        root: Path = BUILTIN_ROOT / "assets",
+        host: str = "0.0.0.0",
+        port: int = 0,
+        private: Collection[str] | None = None,
+    ) -> None:
         """``private``: paths under ``root`` served only to this host's loopback (default: the
         evaluator-only files of the built-in tasks, :func:`private_assets`)."""
         self.root = Path(root).resolve()
@@ -226,8 +236,9 @@ class AssetServer:
         if not self.root.is_dir():
             raise FileNotFoundError(f"asset root {self.root} is not a directory")
         self._server = _Server((self.host, self._requested_port), self)
-        self._thread = threading.Thread(target=self._server.serve_forever,
-                                         name=f"asset-server-{self.port}", daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, name=f"asset-server-{self.port}", daemon=True
+        )
         self._thread.start()
         logger.info("asset server on %s:%d serving %s", self.host, self.port, self.root)
         return self.port
@@ -247,12 +258,16 @@ class AssetServer:
         with self._lock:
             self._log.append(RequestRecord(method, path, int(status), time.time()))
 
-    def __enter__(self) -> "AssetServer":
+    def __enter__(self) -> AssetServer:
         self.start()
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         self.stop()
 
 

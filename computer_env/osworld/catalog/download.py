@@ -27,9 +27,9 @@ from pathlib import Path
 import httpx
 
 from computer_env.errors import NetworkError
+from computer_env.osworld.catalog.tasks import Task, is_local_url
 from computer_env.osworld.guards.confine import ConfinementError
 from computer_env.osworld.guards.guarded_http import RefusedAddress, check_literal, guarded_client
-from computer_env.osworld.catalog.tasks import Task, is_local_url
 from computer_env.retry import RetryPolicy
 
 logger = logging.getLogger(__name__)
@@ -52,8 +52,14 @@ def upstream_cache_name(url: str, guest_path: str) -> str:
 DOWNLOAD_RETRY = RetryPolicy(attempts=3, backoff=2.0, cap=10.0)
 
 
-def fetch(url: str, dest: Path, *, retry: RetryPolicy = DOWNLOAD_RETRY,
-          timeout: float = 300.0, allow_hosts: Collection[str] = ()) -> Path:
+def fetch(
+    url: str,
+    dest: Path,
+    *,
+    retry: RetryPolicy = DOWNLOAD_RETRY,
+    timeout: float = 300.0,
+    allow_hosts: Collection[str] = (),
+) -> Path:
     """Download ``url`` to ``dest`` atomically (temp file + rename); raises ``NetworkError``,
     or ``RefusedAddress`` (not retried) for a URL or redirect that leads to this host or a
     private network. ``allow_hosts``: ``host[:port]`` let through (the asset server)."""
@@ -66,8 +72,10 @@ def fetch(url: str, dest: Path, *, retry: RetryPolicy = DOWNLOAD_RETRY,
     def once() -> Path:
         tmp = dest.with_name(f"{dest.name}.part.{os.getpid()}.{uuid.uuid4().hex[:8]}")
         try:
-            with guarded_client(allow_hosts=allow_hosts, timeout=timeout) as client, \
-                    client.stream("GET", url) as resp:
+            with (
+                guarded_client(allow_hosts=allow_hosts, timeout=timeout) as client,
+                client.stream("GET", url) as resp,
+            ):
                 resp.raise_for_status()
                 with tmp.open("wb") as out:
                     for chunk in resp.iter_bytes(_CHUNK):
@@ -85,11 +93,13 @@ def fetch(url: str, dest: Path, *, retry: RetryPolicy = DOWNLOAD_RETRY,
         raise ConfinementError(f"{url!r}: not a usable URL: {exc}") from exc
     except (httpx.HTTPError, OSError) as exc:
         raise NetworkError(
-            f"download of {url} failed after {retry.attempts} attempts: {exc}") from exc
+            f"download of {url} failed after {retry.attempts} attempts: {exc}"
+        ) from exc
 
 
-def cached_fetch(cache_dir: Path, url: str, *, use_cache: bool = True,
-                 allow_hosts: Collection[str] = ()) -> Path:
+def cached_fetch(
+    cache_dir: Path, url: str, *, use_cache: bool = True, allow_hosts: Collection[str] = ()
+) -> Path:
     """The local file for ``url``, downloading it into the cache when missing."""
     path = cache_path(cache_dir, url)
     if use_cache and path.is_file():
@@ -189,7 +199,13 @@ def prefetch(
 
 
 __all__ = [
-    "PrefetchResult", "cache_path", "cached_fetch", "cloud_file_urls", "download_sources",
-    "download_urls", "fetch",
-    "prefetch", "upstream_cache_name",
+    "PrefetchResult",
+    "cache_path",
+    "cached_fetch",
+    "cloud_file_urls",
+    "download_sources",
+    "download_urls",
+    "fetch",
+    "prefetch",
+    "upstream_cache_name",
 ]

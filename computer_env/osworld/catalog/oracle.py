@@ -42,7 +42,7 @@ import logging
 import time
 from functools import cache
 from pathlib import Path
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -89,8 +89,9 @@ class Infeasible(_Action):
     type: Literal["infeasible"]
 
 
-Action = Annotated[Union[Execute, Launch, PyAutoGUI, WaitUntil, Infeasible],
-                   Field(discriminator="type")]
+Action = Annotated[
+    Execute | Launch | PyAutoGUI | WaitUntil | Infeasible, Field(discriminator="type")
+]
 
 
 Route = Literal["gui", "terminal", "config", "infeasible"]
@@ -119,12 +120,14 @@ class Oracle(BaseModel):
     actions: list[Action] = Field(min_length=1)
 
     @model_validator(mode="after")
-    def _actions_fit_route(self) -> "Oracle":
+    def _actions_fit_route(self) -> Oracle:
         allowed = ROUTE_ACTIONS[self.route]
         for i, action in enumerate(self.actions):
             if action.type not in allowed:
-                raise ValueError(f"actions.{i}: a {self.route!r} oracle cannot use "
-                                 f"{action.type!r} actions (allowed: {', '.join(sorted(allowed))})")
+                raise ValueError(
+                    f"actions.{i}: a {self.route!r} oracle cannot use "
+                    f"{action.type!r} actions (allowed: {', '.join(sorted(allowed))})"
+                )
         return self
 
 
@@ -171,8 +174,10 @@ def run_oracle(oracle: Oracle, ctx: TaskContext) -> None:
         if isinstance(action, Execute):
             result = client.execute(action.command, shell=action.shell, timeout=action.timeout_s)
             if action.check and result.returncode != 0:
-                raise OracleFailed(f"{where} exited {result.returncode}: "
-                                   f"{(result.error or result.output).strip()[:500]}")
+                raise OracleFailed(
+                    f"{where} exited {result.returncode}: "
+                    f"{(result.error or result.output).strip()[:500]}"
+                )
             ctx.action_history.append(json.dumps({"execute": action.command}))
         elif isinstance(action, Launch):
             client.launch(action.command, shell=action.shell)
@@ -198,10 +203,20 @@ def _wait_until(client: Any, action: WaitUntil, where: str) -> None:
             return
         last = (result.error or result.output).strip()[:300]
         if time.monotonic() > deadline:
-            raise OracleFailed(f"{where}: waited {action.timeout_s:g} s for {action.what}; "
-                               f"last answer: {last!r}")
+            raise OracleFailed(
+                f"{where}: waited {action.timeout_s:g} s for {action.what}; last answer: {last!r}"
+            )
         time.sleep(0.5)
 
 
-__all__ = ["ORACLE_ROOT", "PROOF_ROUTES", "Oracle", "OracleFailed", "Route", "find_oracle",
-           "load_oracle_file", "oracle_index", "run_oracle"]
+__all__ = [
+    "ORACLE_ROOT",
+    "PROOF_ROUTES",
+    "Oracle",
+    "OracleFailed",
+    "Route",
+    "find_oracle",
+    "load_oracle_file",
+    "oracle_index",
+    "run_oracle",
+]

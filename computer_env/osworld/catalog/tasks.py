@@ -14,8 +14,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
-from computer_env.osworld.guards.confine import ConfinementError, check_name, check_task, confined
 from computer_env.osworld.errors import TaskLoadError
+from computer_env.osworld.guards.confine import ConfinementError, check_name, check_task, confined
 
 logger = logging.getLogger(__name__)
 
@@ -123,7 +123,9 @@ def parse_task(data: dict[str, Any], *, domain: str = "", path: Path | None = No
     except ValidationError as exc:
         err = exc.errors()[0]
         loc = ".".join(str(p) for p in err["loc"]) or "<root>"
-        raise TaskLoadError(where, f"field {loc}: {err['msg']} ({len(exc.errors())} error(s))") from exc
+        raise TaskLoadError(
+            where, f"field {loc}: {err['msg']} ({len(exc.errors())} error(s))"
+        ) from exc
     try:
         check_task(task)
     except ConfinementError as exc:
@@ -156,8 +158,11 @@ def examples_root(root: Path) -> Path:
         return root / "evaluation_examples"
     if (root / "examples").is_dir():
         return root
-    raise TaskLoadError(str(root), "neither an OSWorld checkout nor an evaluation_examples folder "
-                        "(no examples/ directory found)")
+    raise TaskLoadError(
+        str(root),
+        "neither an OSWorld checkout nor an evaluation_examples folder "
+        "(no examples/ directory found)",
+    )
 
 
 def _read_task_list(root: Path, task_list: str) -> tuple[Path, dict[str, list[str]]]:
@@ -230,8 +235,15 @@ def builtin_smoke_ids() -> set[str]:
 
 # ---------------------------------------------------------------------------------- markers
 
-_LOCAL_URL_PREFIXES = ("{ASSET_URL}", "{GUEST_ASSET_URL}", "http://localhost", "http://127.0.0.1",
-                       "https://localhost", "https://127.0.0.1", "file://")
+_LOCAL_URL_PREFIXES = (
+    "{ASSET_URL}",
+    "{GUEST_ASSET_URL}",
+    "http://localhost",
+    "http://127.0.0.1",
+    "https://localhost",
+    "https://127.0.0.1",
+    "file://",
+)
 
 
 def is_local_url(url: str) -> bool:
@@ -240,7 +252,18 @@ def is_local_url(url: str) -> bool:
 
 
 __all__ = [
-    "Evaluator", "GetterSpec", "SetupStep", "TASK_LISTS", "Task", "TaskLoadError",
-    "builtin_root", "builtin_smoke_ids", "examples_root", "is_local_url", "load_builtin_tasks",
-    "load_task_file", "load_tasks", "parse_task",
+    "Evaluator",
+    "GetterSpec",
+    "SetupStep",
+    "TASK_LISTS",
+    "Task",
+    "TaskLoadError",
+    "builtin_root",
+    "builtin_smoke_ids",
+    "examples_root",
+    "is_local_url",
+    "load_builtin_tasks",
+    "load_task_file",
+    "load_tasks",
+    "parse_task",
 ]

@@ -40,8 +40,9 @@ def confined(base: Path | str, rel: str | Path) -> Path:
     if not text or "\x00" in text:
         raise ConfinementError(f"{text!r}: not a usable file name")
     if text.startswith(("/", "\\", "~")) or (len(text) > 1 and text[1] == ":"):
-        raise ConfinementError(f"{text!r}: an absolute path (only names inside the task's "
-                               "folder are allowed)")
+        raise ConfinementError(
+            f"{text!r}: an absolute path (only names inside the task's folder are allowed)"
+        )
     parts = text.replace("\\", "/").split("/")
     if ".." in parts:
         raise ConfinementError(f"{text!r}: '..' leaves the task's folder")
@@ -64,9 +65,16 @@ def check_name(name: str, what: str) -> str:
 def _blocked_ip(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
     if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
         ip = ip.ipv4_mapped
-    return (ip.is_loopback or ip.is_private or ip.is_link_local or ip.is_multicast
-            or ip.is_reserved or ip.is_unspecified or not ip.is_global
-            or refusal(ip) is not None)
+    return (
+        ip.is_loopback
+        or ip.is_private
+        or ip.is_link_local
+        or ip.is_multicast
+        or ip.is_reserved
+        or ip.is_unspecified
+        or not ip.is_global
+        or refusal(ip) is not None
+    )
 
 
 def _host_port(url: str) -> tuple[str, int | None]:
@@ -78,8 +86,9 @@ def _host_port(url: str) -> tuple[str, int | None]:
     return (parts.hostname or "").lower().rstrip("."), port
 
 
-def check_download_url(url: str, *, allow_hosts: Collection[str] = (),
-                       resolve: bool = True) -> None:
+def check_download_url(
+    url: str, *, allow_hosts: Collection[str] = (), resolve: bool = True
+) -> None:
     """Refuse a URL the host must not fetch for a task (see the module docstring).
 
     ``allow_hosts``: ``host`` or ``host:port`` entries always allowed (the built-in tasks' asset
@@ -90,8 +99,9 @@ def check_download_url(url: str, *, allow_hosts: Collection[str] = (),
         return
     parts = urlsplit(text)
     if parts.scheme not in ("http", "https"):
-        raise ConfinementError(f"{text!r}: only http(s) downloads are allowed, not "
-                               f"{parts.scheme or 'a bare path'!r}")
+        raise ConfinementError(
+            f"{text!r}: only http(s) downloads are allowed, not {parts.scheme or 'a bare path'!r}"
+        )
     host, port = _host_port(text)
     if not host:
         raise ConfinementError(f"{text!r}: no host")
@@ -115,8 +125,9 @@ def check_download_url(url: str, *, allow_hosts: Collection[str] = (),
     for info in infos:
         address = ipaddress.ip_address(str(info[4][0]).split("%")[0])
         if _blocked_ip(address):
-            raise ConfinementError(f"{text!r}: {host} resolves to a host-local or private "
-                                   f"address ({address})")
+            raise ConfinementError(
+                f"{text!r}: {host} resolves to a host-local or private address ({address})"
+            )
 
 
 def asset_hosts(vars: dict[str, str]) -> set[str]:
@@ -203,5 +214,12 @@ def check_task(task: Any, *, allow_hosts: Collection[str] = ()) -> None:
                 _check_url(f"{where}.path", spec["path"], allow_hosts)
 
 
-__all__ = ["ConfinementError", "PLACEHOLDER_PREFIXES", "asset_hosts", "check_download_url", "check_name",
-           "check_task", "confined"]
+__all__ = [
+    "ConfinementError",
+    "PLACEHOLDER_PREFIXES",
+    "asset_hosts",
+    "check_download_url",
+    "check_name",
+    "check_task",
+    "confined",
+]

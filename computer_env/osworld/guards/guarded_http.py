@@ -93,9 +93,14 @@ class GuardedBackend(httpcore.NetworkBackend):
         self._inner = httpcore.SyncBackend()
         self.allow = frozenset(allow)
 
-    def connect_tcp(self, host: str, port: int, timeout: float | None = None,
-                    local_address: str | None = None,
-                    socket_options: Iterable[Any] | None = None) -> httpcore.NetworkStream:
+    def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore.NetworkStream:
         if _allowed(host, port, self.allow):
             return self._inner.connect_tcp(host, port, timeout, local_address, socket_options)
         try:
@@ -105,8 +110,9 @@ class GuardedBackend(httpcore.NetworkBackend):
         error: Exception = httpcore.ConnectError(f"{host}: no address")
         for ip in addresses:
             try:
-                stream = self._inner.connect_tcp(str(ip), port, timeout, local_address,
-                                                 socket_options)
+                stream = self._inner.connect_tcp(
+                    str(ip), port, timeout, local_address, socket_options
+                )
             except httpcore.ConnectError as exc:
                 error = exc
                 continue
@@ -117,9 +123,9 @@ class GuardedBackend(httpcore.NetworkBackend):
             return stream
         raise error
 
-    def connect_unix_socket(self, path: str, timeout: float | None = None,
-                            socket_options: Iterable[Any] | None = None
-                            ) -> httpcore.NetworkStream:
+    def connect_unix_socket(
+        self, path: str, timeout: float | None = None, socket_options: Iterable[Any] | None = None
+    ) -> httpcore.NetworkStream:
         raise RefusedAddress(f"unix socket {path}: not a task download")
 
     def sleep(self, seconds: float) -> None:
@@ -143,7 +149,8 @@ class GuardedTransport(httpx.BaseTransport):
         self._direct = httpx.HTTPTransport()
         # httpx has no public hook for the connection backend: give its pool ours.
         self._direct._pool = httpcore.ConnectionPool(
-            ssl_context=httpx.create_ssl_context(), network_backend=GuardedBackend(self.allow))
+            ssl_context=httpx.create_ssl_context(), network_backend=GuardedBackend(self.allow)
+        )
         self._proxied: dict[str, httpx.HTTPTransport] = {}
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
@@ -170,10 +177,16 @@ class GuardedTransport(httpx.BaseTransport):
 
 def guarded_client(*, allow_hosts: Collection[str] = (), timeout: float = 300.0) -> httpx.Client:
     """An ``httpx.Client`` (redirects followed, each hop checked) for task downloads."""
-    return httpx.Client(transport=GuardedTransport(allow_hosts), timeout=timeout,
-                        follow_redirects=True)
+    return httpx.Client(
+        transport=GuardedTransport(allow_hosts), timeout=timeout, follow_redirects=True
+    )
 
 
-__all__ = ["GuardedBackend", "GuardedTransport", "RefusedAddress", "check_literal",
-           "checked_addresses",
-           "guarded_client"]
+__all__ = [
+    "GuardedBackend",
+    "GuardedTransport",
+    "RefusedAddress",
+    "check_literal",
+    "checked_addresses",
+    "guarded_client",
+]

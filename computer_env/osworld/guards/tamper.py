@@ -34,17 +34,35 @@ from computer_env.desktop.client import DesktopClient
 
 log = logging.getLogger(__name__)
 
-HookKind = Literal["python_startup", "python_shadow", "command_shadow", "shell_rc",
-                   "autostart", "preload"]
+HookKind = Literal[
+    "python_startup", "python_shadow", "command_shadow", "shell_rc", "autostart", "preload"
+]
 
 ASKED_BY: dict[str, tuple[str, ...]] = {
     "python_startup": ("pip", "install", "python package", "sitecustomize", ".pth"),
     "python_shadow": ("pip", "install", "python package"),
     "command_shadow": ("install", "/bin", "PATH"),
-    "shell_rc": ("bashrc", "profile", "alias", "environment variable", "export", "prompt", "PS1",
-                 "PATH", "history", "zsh"),
-    "autostart": ("autostart", "startup", "start automatically", "on login", "at login",
-                  "systemd", "environment.d"),
+    "shell_rc": (
+        "bashrc",
+        "profile",
+        "alias",
+        "environment variable",
+        "export",
+        "prompt",
+        "PS1",
+        "PATH",
+        "history",
+        "zsh",
+    ),
+    "autostart": (
+        "autostart",
+        "startup",
+        "start automatically",
+        "on login",
+        "at login",
+        "systemd",
+        "environment.d",
+    ),
     "preload": ("preload", "pam_environment"),
 }
 """Words in a task's *instruction* that mean it asks for hooks of that kind (a word with capitals
@@ -54,8 +72,10 @@ naming the hook's own file or folder (e.g. a getter that reads ``~/.bashrc``).""
 
 PROBE = guest_programs.read("tamper_probe.py")
 """The in-desktop scan (``guest_programs/tamper_probe.py``), sent on stdin."""
-_SCRIPT = ("exec /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=\"$HOME\" "
-           "/usr/bin/python3 -I -S - <<'HOLO_TAMPER_PROBE'\n" + PROBE + "HOLO_TAMPER_PROBE\n")
+_SCRIPT = (
+    'exec /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME="$HOME" '
+    "/usr/bin/python3 -I -S - <<'HOLO_TAMPER_PROBE'\n" + PROBE + "HOLO_TAMPER_PROBE\n"
+)
 
 
 class Hook(BaseModel):
@@ -111,10 +131,14 @@ def fingerprint(client: DesktopClient) -> Fingerprint:
     output = str(answer.get("output") or "")
     line = next((ln for ln in output.splitlines() if ln.startswith("@@TAMPER@@")), None)
     if line is None:
-        return Fingerprint(ok=False, error="the tamper probe gave no answer (exit "
-                           f"{answer.get('returncode')}): {output.strip()[-300:]}")
-    return Fingerprint(hooks={p: Hook.model_validate(h)
-                              for p, h in json.loads(line[len("@@TAMPER@@"):]).items()})
+        return Fingerprint(
+            ok=False,
+            error="the tamper probe gave no answer (exit "
+            f"{answer.get('returncode')}): {output.strip()[-300:]}",
+        )
+    return Fingerprint(
+        hooks={p: Hook.model_validate(h) for p, h in json.loads(line[len("@@TAMPER@@") :]).items()}
+    )
 
 
 def asked_for(kind: HookKind, instruction: str, path: str = "", evaluator: str = "") -> bool:
@@ -122,8 +146,10 @@ def asked_for(kind: HookKind, instruction: str, path: str = "", evaluator: str =
     :data:`ASKED_BY`, or (not for shadowing commands or packages) its instruction or evaluator
     names the hook's file or folder?"""
     low = instruction.lower()
-    if any(re.search(r"(?<![A-Za-z])" + re.escape(w), instruction if w != w.lower() else low)
-           for w in ASKED_BY[kind]):
+    if any(
+        re.search(r"(?<![A-Za-z])" + re.escape(w), instruction if w != w.lower() else low)
+        for w in ASKED_BY[kind]
+    ):
         return True
     if not path or kind in ("command_shadow", "python_shadow"):
         return False  # naming a command (grep, python3) never asks for a fake one
@@ -133,27 +159,42 @@ def asked_for(kind: HookKind, instruction: str, path: str = "", evaluator: str =
     return any(name in instruction or name in evaluator for name in names if len(name) > 3)
 
 
-def compare(before: Fingerprint, after: Fingerprint, instruction: str, evaluator: str = ""
-            ) -> TamperVerdict:
+def compare(
+    before: Fingerprint, after: Fingerprint, instruction: str, evaluator: str = ""
+) -> TamperVerdict:
     """The hooks added or changed between ``before`` (the agent got the desktop) and
     ``after`` (scoring starts). A probe that ran before but not after is itself a finding."""
     if not before.ok:
         log.warning("tamper audit without a baseline: %s", before.error)
         return TamperVerdict()
     if not after.ok:
-        return TamperVerdict(error=f"the desktop could not be audited before scoring "
-                             f"({after.error})")
+        return TamperVerdict(
+            error=f"the desktop could not be audited before scoring ({after.error})"
+        )
     verdict = TamperVerdict()
     for path, hook in sorted(after.hooks.items()):
         old = before.hooks.get(path)
         if old is not None and old.digest == hook.digest:
             continue
-        finding = Finding(path=path, kind=hook.kind, change="added" if old is None else "changed",
-                          detail=hook.detail,
-                          asked=asked_for(hook.kind, instruction, path, evaluator))
+        finding = Finding(
+            path=path,
+            kind=hook.kind,
+            change="added" if old is None else "changed",
+            detail=hook.detail,
+            asked=asked_for(hook.kind, instruction, path, evaluator),
+        )
         (verdict.allowed if finding.asked else verdict.tampered).append(finding)
     return verdict
 
 
-__all__ = ["ASKED_BY", "Finding", "Fingerprint", "Hook", "HookKind", "TamperVerdict",
-           "asked_for", "compare", "fingerprint"]
+__all__ = [
+    "ASKED_BY",
+    "Finding",
+    "Fingerprint",
+    "Hook",
+    "HookKind",
+    "TamperVerdict",
+    "asked_for",
+    "compare",
+    "fingerprint",
+]

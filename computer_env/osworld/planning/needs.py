@@ -20,13 +20,62 @@ from pydantic import BaseModel, Field
 
 from computer_env.osworld.catalog.tasks import SetupStep, Task, is_local_url
 
-_SHELL_WORDS = frozenset({
-    "cd", "export", "echo", "set", "unset", "source", ".", "true", "false", "exit", "if", "then",
-    "else", "elif", "fi", "for", "in", "do", "done", "while", "until", "case", "esac", "[", "[[",
-    "test", "read", "eval", "local", "return", "printf", "shift", "wait", "trap", "{", "}", "!",
-    "function", "alias", "exec", "let", "declare", "type", "command", "break", "continue", ":",
-    "history", "ulimit", "umask", "pushd", "popd", "wait",
-})
+_SHELL_WORDS = frozenset(
+    {
+        "cd",
+        "export",
+        "echo",
+        "set",
+        "unset",
+        "source",
+        ".",
+        "true",
+        "false",
+        "exit",
+        "if",
+        "then",
+        "else",
+        "elif",
+        "fi",
+        "for",
+        "in",
+        "do",
+        "done",
+        "while",
+        "until",
+        "case",
+        "esac",
+        "[",
+        "[[",
+        "test",
+        "read",
+        "eval",
+        "local",
+        "return",
+        "printf",
+        "shift",
+        "wait",
+        "trap",
+        "{",
+        "}",
+        "!",
+        "function",
+        "alias",
+        "exec",
+        "let",
+        "declare",
+        "type",
+        "command",
+        "break",
+        "continue",
+        ":",
+        "history",
+        "ulimit",
+        "umask",
+        "pushd",
+        "popd",
+    }
+)
 """Shell builtins and keywords: never programs to look for."""
 
 _WRAPPERS = frozenset({"sudo", "nohup", "env", "timeout", "nice", "setsid", "stdbuf", "xargs"})
@@ -34,13 +83,16 @@ _WRAPPERS = frozenset({"sudo", "nohup", "env", "timeout", "nice", "setsid", "std
 
 _PROGRAM = re.compile(r"^(?:/[\w.+-]+)+$|^[A-Za-z0-9_][\w.+-]*$")
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
-_GSETTINGS = re.compile(r"\bgsettings\s+(?:get|set|reset|list-keys|range|writable)\s+"
-                        r"([A-Za-z][\w.-]*\.[\w.-]+)")
+_GSETTINGS = re.compile(
+    r"\bgsettings\s+(?:get|set|reset|list-keys|range|writable)\s+"
+    r"([A-Za-z][\w.-]*\.[\w.-]+)"
+)
 _INSTALLS = re.compile(r"\b(?:apt|apt-get|pip3?|conda|snap)\s+install\s+(?:-\S+\s+)*([\w.+-]+)")
 _URL = re.compile(r"https?://[^\s\"'<>)\]]+")
 
 GETTER_PROGRAMS: dict[str, tuple[str, ...]] = {
-    "vlc_config": ("vlc",), "vlc_playing_info": ("vlc",),
+    "vlc_config": ("vlc",),
+    "vlc_playing_info": ("vlc",),
     "gimp_config_file": ("gimp",),
     "vscode_config": ("code",),
     "vm_terminal_output": ("gnome-terminal",),
@@ -49,17 +101,42 @@ GETTER_PROGRAMS: dict[str, tuple[str, ...]] = {
 }
 """Evaluator getters that read a program's state or run a program, by getter type."""
 
-CHROME_GETTERS = frozenset({
-    "default_search_engine", "cookie_data", "history", "enabled_experiments", "profile_name",
-    "chrome_language", "chrome_font_size", "bookmarks", "extensions_installed_from_shop",
-    "open_tabs_info", "active_tab_info", "active_tab_html_parse", "active_tab_url_parse",
-    "active_url_from_accessTree", "chrome_saved_address", "shortcuts_on_desktop",
-    "number_of_search_results", "enable_do_not_track", "enable_enhanced_safety_browsing",
-    "enable_safe_browsing", "new_startup_page", "find_unpacked_extension_path",
-    "find_installed_extension_name", "data_delete_automacally", "chrome_appearance_mode_ui",
-    "page_info", "pdf_from_url", "url_dashPart", "url_path_parse", "macys_product_url_parse",
-    "gotoRecreationPage_and_get_html_content", "info_from_website",
-})
+CHROME_GETTERS = frozenset(
+    {
+        "default_search_engine",
+        "cookie_data",
+        "history",
+        "enabled_experiments",
+        "profile_name",
+        "chrome_language",
+        "chrome_font_size",
+        "bookmarks",
+        "extensions_installed_from_shop",
+        "open_tabs_info",
+        "active_tab_info",
+        "active_tab_html_parse",
+        "active_tab_url_parse",
+        "active_url_from_accessTree",
+        "chrome_saved_address",
+        "shortcuts_on_desktop",
+        "number_of_search_results",
+        "enable_do_not_track",
+        "enable_enhanced_safety_browsing",
+        "enable_safe_browsing",
+        "new_startup_page",
+        "find_unpacked_extension_path",
+        "find_installed_extension_name",
+        "data_delete_automacally",
+        "chrome_appearance_mode_ui",
+        "page_info",
+        "pdf_from_url",
+        "url_dashPart",
+        "url_path_parse",
+        "macys_product_url_parse",
+        "gotoRecreationPage_and_get_html_content",
+        "info_from_website",
+    }
+)
 """Getters that read Chrome's profile or talk to it over its debugging port."""
 
 WEB_GETTERS = frozenset({"gotoRecreationPage_and_get_html_content", "number_of_search_results"})
@@ -71,12 +148,18 @@ CACHE_GETTERS = frozenset({"cloud_file"})
 reads what a postconfig step wrote, not a download."""
 
 AGENT_WEB: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"^(?!.*\blocal\b).*\binstall(?:ing)?\b", re.I | re.S),
-     "the agent installs software from the internet"),
-    (re.compile(r"\bdownload (?:the|a|an) (?:\w+ )?(?:pdf|paper|image|logo|video)", re.I),
-     "the agent downloads from the web"),
-    (re.compile(r"plug-?in store|web ?store|marketplace|gnome-look", re.I),
-     "the agent browses an online store"),
+    (
+        re.compile(r"^(?!.*\blocal\b).*\binstall(?:ing)?\b", re.I | re.S),
+        "the agent installs software from the internet",
+    ),
+    (
+        re.compile(r"\bdownload (?:the|a|an) (?:\w+ )?(?:pdf|paper|image|logo|video)", re.I),
+        "the agent downloads from the web",
+    ),
+    (
+        re.compile(r"plug-?in store|web ?store|marketplace|gnome-look", re.I),
+        "the agent browses an online store",
+    ),
 )
 """Instructions whose solution needs the internet while the agent works (non-infeasible)."""
 
@@ -112,8 +195,9 @@ def shell_programs(script: str) -> list[str]:
     """The programs a shell command line runs (words in command position), best effort:
     builtins, variable assignments, redirections and ``./local`` scripts are left out;
     ``sudo``/``nohup``/``env``/``timeout`` count along with the program they run."""
-    lexer = shlex.shlex(script.replace("`", " ; ").replace("\n", " ; "), posix=True,
-                        punctuation_chars=True)
+    lexer = shlex.shlex(
+        script.replace("`", " ; ").replace("\n", " ; "), posix=True, punctuation_chars=True
+    )
     lexer.whitespace_split = True
     lexer.commenters = ""
     try:
@@ -121,7 +205,7 @@ def shell_programs(script: str) -> list[str]:
     except ValueError:  # unbalanced quotes: fall back to whitespace
         tokens = script.split()
     found: list[str] = []
-    expect = True   # the next word is in command position
+    expect = True  # the next word is in command position
     wrapped = False  # ... after a wrapper (sudo, timeout): flags and durations come first
     for tok in tokens:
         if tok and all(c in "();<>|&\n" for c in tok):
@@ -129,8 +213,11 @@ def shell_programs(script: str) -> list[str]:
             continue
         if not expect:
             continue
-        if _ASSIGNMENT.match(tok) or tok.startswith("-") or (
-                wrapped and re.fullmatch(r"[\d.]+[smhd]?", tok)):
+        if (
+            _ASSIGNMENT.match(tok)
+            or tok.startswith("-")
+            or (wrapped and re.fullmatch(r"[\d.]+[smhd]?", tok))
+        ):
             continue
         if tok in ("command", "exec", "then", "do", "else", "!", "{", "if", "while", "until"):
             continue
@@ -245,8 +332,9 @@ def _getter_needs(spec: dict[str, Any], needs: TaskNeeds) -> None:
     if kind in ("vm_command_line", "vm_command_error"):
         command_needs(spec.get("command"), bool(spec.get("shell", False)), needs, modules=False)
     _add(needs.programs, *GETTER_PROGRAMS.get(kind, ()))
-    if kind in CHROME_GETTERS and not any(program_label(p) in _OTHER_BROWSERS
-                                          for p in needs.programs):
+    if kind in CHROME_GETTERS and not any(
+        program_label(p) in _OTHER_BROWSERS for p in needs.programs
+    ):
         _add(needs.programs, "google-chrome")
     remote = [u for u in _URL.findall(json.dumps(spec)) if not is_local_url(u)]
     if kind in WEB_GETTERS or (remote and kind not in CACHE_GETTERS):
@@ -254,8 +342,11 @@ def _getter_needs(spec: dict[str, Any], needs: TaskNeeds) -> None:
     if kind in CACHE_GETTERS:
         paths = spec.get("path")
         for url in paths if isinstance(paths, list) else [paths]:
-            if isinstance(url, str) and url.startswith(("http://", "https://")) \
-                    and not is_local_url(url):
+            if (
+                isinstance(url, str)
+                and url.startswith(("http://", "https://"))
+                and not is_local_url(url)
+            ):
                 _add(needs.files, url)
     if kind == "googledrive_file":
         _add(needs.unsupported, "a Google Drive account (googledrive_file getter)")
@@ -270,7 +361,7 @@ def task_needs(task: Task) -> TaskNeeds:
     for spec in task.evaluator.getter_specs():
         _getter_needs(spec, needs)
     if task.proxy:
-        _add(needs.network, "a proxy to the live web (\"proxy\": true)")
+        _add(needs.network, 'a proxy to the live web ("proxy": true)')
     for url in _URL.findall(task.instruction):
         if not is_local_url(url):
             _add(needs.network, f"the instruction points at {_host(url)}")
@@ -289,7 +380,14 @@ def program_label(program: str) -> str:
 
 
 __all__ = [
-    "CACHE_GETTERS", "CHROME_GETTERS", "GETTER_PROGRAMS", "TaskNeeds", "WEB_GETTERS",
-    "command_needs", "program_label", "python_imports", "shell_programs",
+    "CACHE_GETTERS",
+    "CHROME_GETTERS",
+    "GETTER_PROGRAMS",
+    "TaskNeeds",
+    "WEB_GETTERS",
+    "command_needs",
+    "program_label",
+    "python_imports",
+    "shell_programs",
     "task_needs",
 ]

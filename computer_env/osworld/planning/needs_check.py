@@ -47,8 +47,9 @@ server, no sudo rights): the command that must succeed for the program to count 
 
 
 class _Executes(Protocol):
-    def execute(self, command: Any, *, shell: bool = False, timeout: float | None = None) -> Any:
-        ...
+    def execute(
+        self, command: Any, *, shell: bool = False, timeout: float | None = None
+    ) -> Any: ...
 
 
 @dataclass
@@ -65,8 +66,14 @@ class DesktopInventory:
         out: list[str] = []
         for prog in needs.programs:
             if not self.programs.get(prog, False):
-                out.append(program_label(prog) + (" (installed, but it does not work in this "
-                                                  "desktop)" if prog in self.broken else ""))
+                out.append(
+                    program_label(prog)
+                    + (
+                        " (installed, but it does not work in this desktop)"
+                        if prog in self.broken
+                        else ""
+                    )
+                )
         for interp, mod in _module_pairs(needs):
             if self.programs.get(interp, False) and not self.modules.get((interp, mod), False):
                 out.append(f"python module {mod} (for {program_label(interp)})")
@@ -81,17 +88,18 @@ def _module_pairs(needs: TaskNeeds) -> list[tuple[str, str]]:
     return [(interps[0], m) for m in needs.python_modules]
 
 
-_PROBE_PY = ("import importlib.util, sys\n"
-             "for m in sys.argv[1:]:\n"
-             "    try:\n"
-             "        ok = importlib.util.find_spec(m) is not None\n"
-             "    except Exception:\n"
-             "        ok = False\n"
-             "    print('M:' + m if ok else 'm:' + m)\n")
+_PROBE_PY = (
+    "import importlib.util, sys\n"
+    "for m in sys.argv[1:]:\n"
+    "    try:\n"
+    "        ok = importlib.util.find_spec(m) is not None\n"
+    "    except Exception:\n"
+    "        ok = False\n"
+    "    print('M:' + m if ok else 'm:' + m)\n"
+)
 
 
-def probe_script(programs: Iterable[str], modules: Iterable[tuple[str, str]],
-                 schemas: bool) -> str:
+def probe_script(programs: Iterable[str], modules: Iterable[tuple[str, str]], schemas: bool) -> str:
     """The shell script that asks a desktop for programs (``P:`` there, ``p:`` missing, ``b:``
     installed but failing its :data:`WORKS` check), modules per
     interpreter (``M:``/``m:``) and, when ``schemas``, its gsettings schemas (``S:`` lines)."""
@@ -100,28 +108,40 @@ def probe_script(programs: Iterable[str], modules: Iterable[tuple[str, str]],
         q = shlex.quote(prog)
         works = WORKS.get(program_label(prog))
         if works:
-            lines.append(f"if ! command -v -- {q} >/dev/null 2>&1; then echo p:{q}; "
-                         f"elif timeout {WORKS_TIMEOUT_S} bash -c {shlex.quote(works)} "
-                         f">/dev/null 2>&1 </dev/null; then echo P:{q}; "
-                         f"else echo b:{q}; fi")
+            lines.append(
+                f"if ! command -v -- {q} >/dev/null 2>&1; then echo p:{q}; "
+                f"elif timeout {WORKS_TIMEOUT_S} bash -c {shlex.quote(works)} "
+                f">/dev/null 2>&1 </dev/null; then echo P:{q}; "
+                f"else echo b:{q}; fi"
+            )
         else:
-            lines.append(f"if command -v -- {q} >/dev/null 2>&1; then echo P:{q}; "
-                         f"else echo p:{q}; fi")
+            lines.append(
+                f"if command -v -- {q} >/dev/null 2>&1; then echo P:{q}; else echo p:{q}; fi"
+            )
     by_interp: dict[str, list[str]] = {}
     for interp, mod in modules:
         by_interp.setdefault(interp, []).append(mod)
     for interp, mods in by_interp.items():
         args = " ".join(shlex.quote(m) for m in mods)
-        lines.append(f"echo I:{shlex.quote(interp)}; "
-                     f"{shlex.quote(interp)} -c {shlex.quote(_PROBE_PY)} {args} 2>/dev/null")
+        lines.append(
+            f"echo I:{shlex.quote(interp)}; "
+            f"{shlex.quote(interp)} -c {shlex.quote(_PROBE_PY)} {args} 2>/dev/null"
+        )
     if schemas:
-        lines.append("command -v gsettings >/dev/null 2>&1 && "
-                     "gsettings list-schemas 2>/dev/null | sed 's/^/S:/'; echo S-END")
+        lines.append(
+            "command -v gsettings >/dev/null 2>&1 && "
+            "gsettings list-schemas 2>/dev/null | sed 's/^/S:/'; echo S-END"
+        )
     return "\n".join([*lines, f"echo {PROBE_END}"]) + "\n"
 
 
-def parse_probe(output: str, inv: DesktopInventory, programs: Iterable[str],
-                modules: Iterable[tuple[str, str]], schemas: bool) -> None:
+def parse_probe(
+    output: str,
+    inv: DesktopInventory,
+    programs: Iterable[str],
+    modules: Iterable[tuple[str, str]],
+    schemas: bool,
+) -> None:
     """Fold the answer of :func:`probe_script` into ``inv`` (what was asked and not answered
     counts as missing)."""
     interp = ""
@@ -165,10 +185,16 @@ class DesktopNeedsChecker:
         inv = self.inventory(key)
         needs = list(needs)
         programs = [p for n in needs for p in n.programs if p not in inv.programs]
-        programs = list(dict.fromkeys(programs + [p for n in needs for p, _ in _module_pairs(n)
-                                                  if p not in inv.programs]))
-        modules = list(dict.fromkeys(pair for n in needs for pair in _module_pairs(n)
-                                     if pair not in inv.modules))
+        programs = list(
+            dict.fromkeys(
+                programs + [p for n in needs for p, _ in _module_pairs(n) if p not in inv.programs]
+            )
+        )
+        modules = list(
+            dict.fromkeys(
+                pair for n in needs for pair in _module_pairs(n) if pair not in inv.modules
+            )
+        )
         schemas = inv.schemas is None and any(n.schemas for n in needs)
         if not (programs or modules or schemas):
             return inv
@@ -177,8 +203,9 @@ class DesktopNeedsChecker:
         output = str(getattr(result, "output", "") or "")
         if PROBE_END not in output.splitlines():
             # no (whole) answer: the desktop could not run bash, or it timed out
-            raise SetupError(f"the desktop did not answer the needs probe: "
-                             f"{getattr(result, 'error', '')!s:.300}")
+            raise SetupError(
+                f"the desktop did not answer the needs probe: {getattr(result, 'error', '')!s:.300}"
+            )
         parse_probe(output, inv, programs, modules, schemas)
         return inv
 
@@ -189,12 +216,18 @@ class DesktopNeedsChecker:
 
 # ------------------------------------------------------------------------------ host side
 
+
 class OnlineProbe:
     """Is the internet reachable from here (through ``proxy`` when given)? One GET of
     ``url``, remembered for ``ttl_s`` seconds."""
 
-    def __init__(self, url: str = "http://example.com/", proxy: str | None = None,
-                 timeout_s: float = 5.0, ttl_s: float = 300.0) -> None:
+    def __init__(
+        self,
+        url: str = "http://example.com/",
+        proxy: str | None = None,
+        timeout_s: float = 5.0,
+        ttl_s: float = 300.0,
+    ) -> None:
         self.url, self.proxy, self.timeout_s, self.ttl_s = url, proxy, timeout_s, ttl_s
         self._answer: tuple[float, bool] | None = None
         self._lock = threading.Lock()
@@ -231,8 +264,10 @@ def host_unmet(needs: TaskNeeds, download_cache: Path, online: Callable[[], bool
     missing = [u for u in needs.files if not is_cached(download_cache, u)]
     if missing and not online():
         more = f" (+{len(missing) - 1} more)" if len(missing) > 1 else ""
-        out.append(f"cached file {missing[0]}{more} (offline: fill the cache with --prefetch "
-                   "on a machine with internet)")
+        out.append(
+            f"cached file {missing[0]}{more} (offline: fill the cache with --prefetch "
+            "on a machine with internet)"
+        )
     if needs.network and not online():
         out.append(f"the internet while it runs ({needs.network[0]}; offline here)")
     return out
@@ -249,6 +284,13 @@ def describe(needs: TaskNeeds) -> str:
 
 
 __all__ = [
-    "DesktopInventory", "DesktopNeedsChecker", "OnlineProbe", "describe", "host_unmet",
-    "is_cached", "parse_probe", "probe_script", "skip_reason",
+    "DesktopInventory",
+    "DesktopNeedsChecker",
+    "OnlineProbe",
+    "describe",
+    "host_unmet",
+    "is_cached",
+    "parse_probe",
+    "probe_script",
+    "skip_reason",
 ]

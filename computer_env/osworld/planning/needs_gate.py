@@ -44,8 +44,9 @@ def needs_of(task: Task) -> TaskNeeds:
     return _NEEDS[key]
 
 
-def unmet_before_desktop(task: Task, *, probe_url: str, proxy: str | None,
-                         downloads: Path) -> str | None:
+def unmet_before_desktop(
+    task: Task, *, probe_url: str, proxy: str | None, downloads: Path
+) -> str | None:
     """The ``needs: ...`` reason for needs no desktop here can meet; None when all are met."""
     unmet = host_unmet(needs_of(task), downloads, _online_probe(probe_url, proxy))
     return skip_reason(unmet) if unmet else None

@@ -19,14 +19,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from computer_env.osworld.catalog.tasks import Task
 from computer_env.osworld.errors import Unsupported
-from computer_env.osworld.scoring.in_process import ensure_supported_in_process
 from computer_env.osworld.planning.needs import TaskNeeds, task_needs
 from computer_env.osworld.planning.needs_check import DesktopInventory, is_cached
-from computer_env.osworld.catalog.tasks import Task
+from computer_env.osworld.scoring.in_process import ensure_supported_in_process
 
 RUNNABLE, NEEDS_CACHE, MISSING_APP, UNSUPPORTED = (
-    "runnable", "needs_cache", "missing_app", "unsupported")
+    "runnable",
+    "needs_cache",
+    "missing_app",
+    "unsupported",
+)
 OFFLINE_NETWORK = "the internet while the task runs (offline here)"
 
 EMBEDDED_DIFFERENCES: tuple[str, ...] = (
@@ -61,9 +65,15 @@ class Verdict:
     uncached: tuple[str, ...] = ()
 
 
-def classify(task: Task, needs: TaskNeeds, inventory: DesktopInventory, *,
-             cached: Callable[[str], bool], online: bool,
-             unsupported: Callable[[Task], str | None] = lambda task: None) -> Verdict:
+def classify(
+    task: Task,
+    needs: TaskNeeds,
+    inventory: DesktopInventory,
+    *,
+    cached: Callable[[str], bool],
+    online: bool,
+    unsupported: Callable[[Task], str | None] = lambda task: None,
+) -> Verdict:
     """The bucket of one task (see the module docstring); ``unsupported(task)`` says why the
     evaluation code cannot run it here (a metric OSWorld's package lacks), or None."""
     if needs.unsupported:
@@ -103,9 +113,13 @@ class Counts:
             self.unsupported[v.detail] += 1
 
     def to_json(self) -> dict[str, Any]:
-        return {"total": self.total, "runnable": self.runnable, "needs_cache": self.needs_cache,
-                "missing_app": dict(self.missing_app.most_common()),
-                "unsupported": dict(self.unsupported.most_common())}
+        return {
+            "total": self.total,
+            "runnable": self.runnable,
+            "needs_cache": self.needs_cache,
+            "missing_app": dict(self.missing_app.most_common()),
+            "unsupported": dict(self.unsupported.most_common()),
+        }
 
 
 @dataclass
@@ -137,12 +151,20 @@ class Plan:
         for name, c in [*sorted(by_domain.items()), ("TOTAL", overall)]:
             if name == "TOTAL":
                 lines.append("-" * len(head))
-            lines.append(f"{name:<22}{c.total:>6}{c.runnable:>10}{c.needs_cache:>8}"
-                         f"{sum(c.missing_app.values()):>8}{sum(c.unsupported.values()):>9}")
-        lines.append(f"runnable once files are cached: {overall.runnable + overall.needs_cache} "
-                     f"of {overall.total}"
-                     + ("" if self.online else " (offline here: tasks that need the internet "
-                        "while they run are counted unsupported)"))
+            lines.append(
+                f"{name:<22}{c.total:>6}{c.runnable:>10}{c.needs_cache:>8}"
+                f"{sum(c.missing_app.values()):>8}{sum(c.unsupported.values()):>9}"
+            )
+        lines.append(
+            f"runnable once files are cached: {overall.runnable + overall.needs_cache} "
+            f"of {overall.total}"
+            + (
+                ""
+                if self.online
+                else " (offline here: tasks that need the internet "
+                "while they run are counted unsupported)"
+            )
+        )
         if overall.missing_app:
             lines.append("missing an app:")
             lines += [f"  {n:>4}  {app}" for app, n in overall.missing_app.most_common()]
@@ -152,15 +174,29 @@ class Plan:
         return "\n".join(lines)
 
 
-def make_plan(tasks: Iterable[Task], inventory_for: Callable[[list[TaskNeeds]], DesktopInventory],
-              *, download_cache: Path, online: bool,
-              unsupported: Callable[[Task], str | None] = lambda task: None) -> Plan:
+def make_plan(
+    tasks: Iterable[Task],
+    inventory_for: Callable[[list[TaskNeeds]], DesktopInventory],
+    *,
+    download_cache: Path,
+    online: bool,
+    unsupported: Callable[[Task], str | None] = lambda task: None,
+) -> Plan:
     """Classify ``tasks``; ``inventory_for(needs)`` asks a desktop about every need at once."""
     tasks = list(tasks)
     needs = [task_needs(t) for t in tasks]
     inventory = inventory_for(needs)
-    verdicts = [classify(t, n, inventory, cached=lambda u: is_cached(download_cache, u),
-                         online=online, unsupported=unsupported) for t, n in zip(tasks, needs)]
+    verdicts = [
+        classify(
+            t,
+            n,
+            inventory,
+            cached=lambda u: is_cached(download_cache, u),
+            online=online,
+            unsupported=unsupported,
+        )
+        for t, n in zip(tasks, needs)
+    ]
     return Plan(verdicts, online)
 
 
@@ -182,5 +218,17 @@ def evaluation_support(embedded: bool) -> Callable[[Task], str | None]:
     return unsupported
 
 
-__all__ = ["Counts", "EMBEDDED_DIFFERENCES", "MISSING_APP", "NEEDS_CACHE", "OFFLINE_NETWORK", "Plan", "RUNNABLE",
-           "UNSUPPORTED", "Verdict", "classify", "evaluation_support", "make_plan"]
+__all__ = [
+    "Counts",
+    "EMBEDDED_DIFFERENCES",
+    "MISSING_APP",
+    "NEEDS_CACHE",
+    "OFFLINE_NETWORK",
+    "Plan",
+    "RUNNABLE",
+    "UNSUPPORTED",
+    "Verdict",
+    "classify",
+    "evaluation_support",
+    "make_plan",
+]

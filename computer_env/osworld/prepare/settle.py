@@ -79,11 +79,19 @@ def ink_pixels(img: Image.Image, box: Box, pointer: tuple[int, int] | None = Non
     base = Image.new("RGB", region.size, dominant_colour(img, clipped))
     r, g, b = ImageChops.difference(region, base).split()
     ink = ImageChops.lighter(ImageChops.lighter(r, g), b).point(
-        lambda v: 255 if v > _INK_DELTA else 0)
+        lambda v: 255 if v > _INK_DELTA else 0
+    )
     if pointer is not None:
         px, py = pointer[0] - clipped[0], pointer[1] - clipped[1]
-        ink.paste(0, (px + _POINTER_BOX[0], py + _POINTER_BOX[1], px + _POINTER_BOX[2],
-                      py + _POINTER_BOX[3]))
+        ink.paste(
+            0,
+            (
+                px + _POINTER_BOX[0],
+                py + _POINTER_BOX[1],
+                px + _POINTER_BOX[2],
+                py + _POINTER_BOX[3],
+            ),
+        )
     return ink.histogram()[255]
 
 
@@ -118,8 +126,14 @@ USE_DAMAGE = True
 windows) rather than comparing screenshots."""
 
 
-def wait_until_settled(client: Any, *, quiet_s: float = 1.0, cap_s: float = 10.0,
-                       poll_s: float = 0.2, still_s: float = STILL_S) -> float:
+def wait_until_settled(
+    client: Any,
+    *,
+    quiet_s: float = 1.0,
+    cap_s: float = 10.0,
+    poll_s: float = 0.2,
+    still_s: float = STILL_S,
+) -> float:
     """Wait until the screen is still, at most ``cap_s``; returns the seconds waited.
 
     On this project's desktop server, on evidence: no drawing (carets apart) for ``still_s``
@@ -131,16 +145,29 @@ def wait_until_settled(client: Any, *, quiet_s: float = 1.0, cap_s: float = 10.0
     """
     start = time.monotonic()
     settle = getattr(client, "settle", None)
-    answer = (settle(quiet_s=min(still_s, quiet_s), cap_s=cap_s, max_quiet_s=quiet_s,
-                     cpu_quiet_s=APP_IDLE_S, map_quiet_s=WINDOW_S)
-              if settle is not None and USE_DAMAGE else None)
+    answer = (
+        settle(
+            quiet_s=min(still_s, quiet_s),
+            cap_s=cap_s,
+            max_quiet_s=quiet_s,
+            cpu_quiet_s=APP_IDLE_S,
+            map_quiet_s=WINDOW_S,
+        )
+        if settle is not None and USE_DAMAGE
+        else None
+    )
     if answer is not None:
         if answer.get("capped"):
             logger.info("screen still changing after %.1f s (cap); going on", cap_s)
         waited = time.monotonic() - start
-        logger.debug("settled after %.3f s (damage reports, app busy: %s, waited last for: %s, "
-                     "stillness asked: %s s)", waited, answer.get("app_busy"),
-                     answer.get("last_wait"), answer.get("quiet_s"))
+        logger.debug(
+            "settled after %.3f s (damage reports, app busy: %s, waited last for: %s, "
+            "stillness asked: %s s)",
+            waited,
+            answer.get("app_busy"),
+            answer.get("last_wait"),
+            answer.get("quiet_s"),
+        )
         return waited
     prev = _thumbnail(client.screenshot(fmt="jpeg", quality=40))
     last_change = time.monotonic()
@@ -161,5 +188,17 @@ def wait_until_settled(client: Any, *, quiet_s: float = 1.0, cap_s: float = 10.0
     return waited
 
 
-__all__ = ["APP_IDLE_S", "STILL_S", "WINDOW_S", "Box", "css_rgb", "dominant_colour", "ink_pixels", "is_blank", "near",
-           "screen_changed", "screen_image", "wait_until_settled"]
+__all__ = [
+    "APP_IDLE_S",
+    "STILL_S",
+    "WINDOW_S",
+    "Box",
+    "css_rgb",
+    "dominant_colour",
+    "ink_pixels",
+    "is_blank",
+    "near",
+    "screen_changed",
+    "screen_image",
+    "wait_until_settled",
+]

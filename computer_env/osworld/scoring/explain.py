@@ -24,8 +24,23 @@ LIMIT = 20
 """At most this many differences are listed per comparison (the count is always given)."""
 
 _SHEETS = (".xlsx", ".xlsm", ".ods")
-_TEXT = (".txt", ".csv", ".tsv", ".md", ".json", ".py", ".sh", ".html", ".xml", ".conf",
-         ".ini", ".yaml", ".yml", ".log", ".tex")
+_TEXT = (
+    ".txt",
+    ".csv",
+    ".tsv",
+    ".md",
+    ".json",
+    ".py",
+    ".sh",
+    ".html",
+    ".xml",
+    ".conf",
+    ".ini",
+    ".yaml",
+    ".yml",
+    ".log",
+    ".tex",
+)
 
 
 def _norm(value: Any) -> Any:
@@ -59,9 +74,14 @@ def read_sheets(path: Path) -> dict[str, dict[tuple[int, int], Any]]:
         import pandas as pd
 
         frames = pd.read_excel(path, engine="odf", sheet_name=None, header=None)
-        return {name: {(r + 1, c + 1): v for (r, c), v in
-                       ((rc, _norm(x)) for rc, x in _cells(frame.values)) if v is not None}
-                for name, frame in frames.items()}
+        return {
+            name: {
+                (r + 1, c + 1): v
+                for (r, c), v in ((rc, _norm(x)) for rc, x in _cells(frame.values))
+                if v is not None
+            }
+            for name, frame in frames.items()
+        }
     import openpyxl
 
     values = openpyxl.load_workbook(path, data_only=True, read_only=False)
@@ -113,15 +133,17 @@ def _compare_sheet(rs: dict, es: dict, label: str, limit: int) -> list[str]:
         return [f"{label}: all cells equal"]
     lines = [f"{label}: {len(diffs)} cell(s) differ"]
     for r, c in diffs[:limit]:
-        lines.append(f"  {_col(c)}{r}: result {_show(rs.get((r, c)))}, "
-                     f"expected {_show(es.get((r, c)))}")
+        lines.append(
+            f"  {_col(c)}{r}: result {_show(rs.get((r, c)))}, expected {_show(es.get((r, c)))}"
+        )
     if len(diffs) > limit:
         lines.append(f"  … and {len(diffs) - limit} more")
     return lines
 
 
-def explain_table(result: Path, expected: Path, rules: Sequence[dict[str, Any]] = (),
-                  limit: int = LIMIT) -> list[str]:
+def explain_table(
+    result: Path, expected: Path, rules: Sequence[dict[str, Any]] = (), limit: int = LIMIT
+) -> list[str]:
     """Differences between two spreadsheets (see the module docstring)."""
     rsheets, esheets = read_sheets(result), read_sheets(expected)
     lines: list[str] = []
@@ -137,15 +159,17 @@ def explain_table(result: Path, expected: Path, rules: Sequence[dict[str, Any]] 
             if na is None or nb is None:
                 lines.append(f"{label}: sheet {a if na is None else b} does not exist")
                 continue
-            lines += _compare_sheet(left[na], right[nb], f"{label}: sheet '{na}' vs '{nb}'",
-                                    limit)
+            lines += _compare_sheet(left[na], right[nb], f"{label}: sheet '{na}' vs '{nb}'", limit)
         else:
-            lines.append(f"rule {i + 1} ({rule.get('type')}): not explained here (compares "
-                         "more than cell values)")
+            lines.append(
+                f"rule {i + 1} ({rule.get('type')}): not explained here (compares "
+                "more than cell values)"
+            )
     if not rules:
         for rname, ename in zip(rsheets, esheets):
-            lines += _compare_sheet(rsheets[rname], esheets[ename],
-                                    f"sheet '{rname}' vs expected '{ename}'", limit)
+            lines += _compare_sheet(
+                rsheets[rname], esheets[ename], f"sheet '{rname}' vs expected '{ename}'", limit
+            )
     return lines
 
 
@@ -159,8 +183,11 @@ def explain_docx(result: Path, expected: Path, limit: int = LIMIT) -> list[str]:
     lines: list[str] = []
     if len(rp) != len(ep):
         lines.append(f"paragraphs: result has {len(rp)}, expected {len(ep)}")
-    diffs = [i for i in range(max(len(rp), len(ep)))
-             if (rp[i] if i < len(rp) else None) != (ep[i] if i < len(ep) else None)]
+    diffs = [
+        i
+        for i in range(max(len(rp), len(ep)))
+        if (rp[i] if i < len(rp) else None) != (ep[i] if i < len(ep) else None)
+    ]
     if diffs:
         lines.append(f"{len(diffs)} paragraph(s) differ")
         for i in diffs[:limit]:
@@ -174,12 +201,16 @@ def explain_docx(result: Path, expected: Path, limit: int = LIMIT) -> list[str]:
         ec = {(i, j): c.text for i, row in enumerate(et.rows) for j, c in enumerate(row.cells)}
         bad = sorted(k for k in set(rc) | set(ec) if rc.get(k) != ec.get(k))
         for i, j in bad[:limit]:
-            lines.append(f"  table {t + 1} row {i + 1} cell {j + 1}: result "
-                         f"{_show(rc.get((i, j)))}, expected {_show(ec.get((i, j)))}")
+            lines.append(
+                f"  table {t + 1} row {i + 1} cell {j + 1}: result "
+                f"{_show(rc.get((i, j)))}, expected {_show(ec.get((i, j)))}"
+            )
     if len(rd.tables) != len(ed.tables):
         lines.append(f"tables: result has {len(rd.tables)}, expected {len(ed.tables)}")
-    return lines or ["paragraph texts and table cells are equal (the difference is elsewhere: "
-                     "formatting, styles or properties)"]
+    return lines or [
+        "paragraph texts and table cells are equal (the difference is elsewhere: "
+        "formatting, styles or properties)"
+    ]
 
 
 def explain_text(result: Path, expected: Path, limit: int = LIMIT) -> list[str]:
@@ -187,28 +218,48 @@ def explain_text(result: Path, expected: Path, limit: int = LIMIT) -> list[str]:
     r = result.read_text(encoding="utf-8", errors="replace").splitlines()
     e = expected.read_text(encoding="utf-8", errors="replace").splitlines()
     if r == e:
-        return ["the lines are equal (the difference is in whitespace at the end or the "
-                "encoding)"] if result.read_bytes() != expected.read_bytes() else \
-            ["the files are identical"]
-    diff = [d for d in difflib.unified_diff(e, r, "expected", "result", lineterm="", n=0)
-            if not d.startswith(("---", "+++"))]
+        return (
+            ["the lines are equal (the difference is in whitespace at the end or the encoding)"]
+            if result.read_bytes() != expected.read_bytes()
+            else ["the files are identical"]
+        )
+    diff = [
+        d
+        for d in difflib.unified_diff(e, r, "expected", "result", lineterm="", n=0)
+        if not d.startswith(("---", "+++"))
+    ]
     shown = diff[: limit * 2]
     more = [f"… and {len(diff) - len(shown)} more diff lines"] if len(diff) > len(shown) else []
-    return [f"{sum(d.startswith(('-', '+')) for d in diff)} line(s) differ "
-            "(- expected, + result)", *("  " + d for d in shown), *more]
+    return [
+        f"{sum(d.startswith(('-', '+')) for d in diff)} line(s) differ (- expected, + result)",
+        *("  " + d for d in shown),
+        *more,
+    ]
 
 
 def explain_csv(result: Path, expected: Path, limit: int = LIMIT) -> list[str]:
     """Cells that differ between two CSV files."""
+
     def rows(p: Path) -> dict[tuple[int, int], Any]:
         text = p.read_text(encoding="utf-8", errors="replace")
-        return {(i + 1, j + 1): v for i, row in enumerate(csv.reader(io.StringIO(text)))
-                for j, v in enumerate(row) if v != ""}
+        return {
+            (i + 1, j + 1): v
+            for i, row in enumerate(csv.reader(io.StringIO(text)))
+            for j, v in enumerate(row)
+            if v != ""
+        }
+
     return _compare_sheet(rows(result), rows(expected), "csv", limit)
 
 
-def explain_files(result: Path | str, expected: Path | str, *, func: str = "",
-                  options: dict[str, Any] | None = None, limit: int = LIMIT) -> list[str]:
+def explain_files(
+    result: Path | str,
+    expected: Path | str,
+    *,
+    func: str = "",
+    options: dict[str, Any] | None = None,
+    limit: int = LIMIT,
+) -> list[str]:
     """Where ``result`` differs from ``expected`` (lines of text); never raises for a bad
     file, it says why it could not compare instead."""
     r, e = Path(result), Path(expected)
@@ -225,6 +276,8 @@ def explain_files(result: Path | str, expected: Path | str, *, func: str = "",
     except Exception as exc:  # noqa: BLE001 - an explanation must never break scoring
         return [f"could not compare {r.name} with {e.name}: {type(exc).__name__}: {exc}"]
     same = r.read_bytes() == e.read_bytes()
-    return [f"{r.name} and {e.name} are {'identical' if same else 'different'} "
-            f"({r.stat().st_size} vs {e.stat().st_size} bytes; no cell-level comparison for "
-            f"{suffix} files)"]
+    return [
+        f"{r.name} and {e.name} are {'identical' if same else 'different'} "
+        f"({r.stat().st_size} vs {e.stat().st_size} bytes; no cell-level comparison for "
+        f"{suffix} files)"
+    ]

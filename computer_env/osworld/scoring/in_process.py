@@ -28,12 +28,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from computer_env.errors import EvaluatorCrash, EvaluatorInfraError, InfraError
+from computer_env.osworld.catalog.tasks import Task
 from computer_env.osworld.context import TaskContext, substitute
 from computer_env.osworld.errors import EvaluatorUnsupported, Unsupported
 from computer_env.osworld.prepare.setup import check_steps, run_setup_in_process
 from computer_env.osworld.scoring.result import EvalResult, MetricDetail
 from computer_env.osworld.scoring.shim import EvalEnv, check_cdp, seed_cloud_files, stopped_apps
-from computer_env.osworld.catalog.tasks import Task
 from computer_env.osworld.upstream.loader import (
     MissingDependency,
     absent_dependencies,
@@ -88,9 +88,16 @@ def _lookup_getter(kind: str) -> Any:
     return fn
 
 
-CHROME_A11Y_GETTERS: frozenset[str] = frozenset({
-    "active_tab_info", "active_url_from_accessTree", "active_tab_html_parse",
-    "active_tab_url_parse", "url_dashPart", "macys_product_url_parse"})
+CHROME_A11Y_GETTERS: frozenset[str] = frozenset(
+    {
+        "active_tab_info",
+        "active_url_from_accessTree",
+        "active_tab_html_parse",
+        "active_tab_url_parse",
+        "url_dashPart",
+        "macys_product_url_parse",
+    }
+)
 """OSWorld getters that read the active tab's URL from the accessibility tree: from the
 application "Google Chrome", or "Chromium" where the evaluating machine's ``platform.machine()``
 contains "arm" (OSWorld's arm image runs Chromium). The embedded desktop's ``google-chrome`` is
@@ -100,10 +107,9 @@ machine."""
 
 
 EMBEDDED_TIMING_DEFECTS: dict[str, str] = {
-    "13584542-872b-42d8-b299-866967b5c3ef":
-        "OSWorld's postconfig presses ctrl+alt+t and types `stty size` 0.5 s later; the "
-        "embedded desktop's gnome-terminal takes 0.4-0.8 s to open under load (measured), so "
-        "the keys can land before the terminal and the task would score 0 for the desktop",
+    "13584542-872b-42d8-b299-866967b5c3ef": "OSWorld's postconfig presses ctrl+alt+t and types `stty size` 0.5 s later; the "
+    "embedded desktop's gnome-terminal takes 0.4-0.8 s to open under load (measured), so "
+    "the keys can land before the terminal and the task would score 0 for the desktop",
 }
 """Tasks whose OSWorld evaluation races the embedded desktop (task id -> why): skipped there,
 before any model time, rather than risking a zero that is the environment's."""
@@ -119,13 +125,16 @@ def _check_embedded(task: Task, ctx: TaskContext | None) -> None:
     for spec in task.evaluator.getter_specs():
         if spec.get("type") in CHROME_A11Y_GETTERS:
             raise EvaluatorUnsupported(
-                f"getter {spec['type']!r}", "on an arm machine OSWorld looks for the active tab "
+                f"getter {spec['type']!r}",
+                "on an arm machine OSWorld looks for the active tab "
                 "in the accessibility tree of 'Chromium'; the embedded desktop names its "
-                "google-chrome 'Google Chrome' there")
+                "google-chrome 'Google Chrome' there",
+            )
 
 
-def ensure_supported_in_process(task: Task, ctx: TaskContext | None = None, *,
-                                backend: str | None = None) -> None:
+def ensure_supported_in_process(
+    task: Task, ctx: TaskContext | None = None, *, backend: str | None = None
+) -> None:
     """Raise ``SetupUnsupported``/``EvaluatorUnsupported`` now if a step, getter or metric of the
     task cannot run here (call before setup to skip early); with ``ctx``, also what cannot work
     on its desktop. ``backend`` is ignored (kept for callers)."""
@@ -151,14 +160,16 @@ def _aligned(value: Any, n: int, listed: bool) -> list[Any]:
     return [value] * n
 
 
-def _env_failure(name: str, exc: BaseException, *, agent_side: bool = False
-                 ) -> EvaluatorInfraError:
+def _env_failure(name: str, exc: BaseException, *, agent_side: bool = False) -> EvaluatorInfraError:
     """The error for a getter or metric that raised: the environment's (unreachable desktop,
     Chrome, network) or a crash; a crash on what the agent left (the result getter, a metric)
     is an :class:`EvaluatorCrash`, which the harness scores once the agent has acted."""
-    kind = "environment" if isinstance(exc, (InfraError, ConnectionError, TimeoutError)) or \
-        type(exc).__module__.startswith(("requests", "urllib3", "httpx", "playwright")) \
+    kind = (
+        "environment"
+        if isinstance(exc, (InfraError, ConnectionError, TimeoutError))
+        or type(exc).__module__.startswith(("requests", "urllib3", "httpx", "playwright"))
         else "crash"
+    )
     cls = EvaluatorCrash if kind == "crash" and agent_side else EvaluatorInfraError
     return cls(f"{name} failed ({kind}): {type(exc).__name__}: {exc}")
 
@@ -181,22 +192,37 @@ def _get(resolved: _Resolved, env: EvalEnv, spec: dict[str, Any], role: str) -> 
         raise
     except Exception as exc:  # noqa: BLE001
         err = _env_failure(name, exc, agent_side=role == "result")
-        if role == "result" and not isinstance(err, EvaluatorCrash) and \
-                (stopped := stopped_apps(env)):  # an app the agent hung cannot answer
-            err = EvaluatorCrash(f"{name} failed with processes stopped (SIGSTOP) in the "
-                                 f"desktop ({'; '.join(stopped)[:300]}): {err}")
+        if (
+            role == "result"
+            and not isinstance(err, EvaluatorCrash)
+            and (stopped := stopped_apps(env))
+        ):  # an app the agent hung cannot answer
+            err = EvaluatorCrash(
+                f"{name} failed with processes stopped (SIGSTOP) in the "
+                f"desktop ({'; '.join(stopped)[:300]}): {err}"
+            )
         raise err from exc
     if value is None:
         env.controller.confirm_alive(f"run the {name}")
     return value
 
 
-def _score_one(resolved: _Resolved, env: EvalEnv, idx: int, func: str, result_spec: Any,
-               expected_spec: Any, options: dict[str, Any], limit: MetricLimit
-               ) -> MetricDetail:
-    detail = MetricDetail(func=func, options=options,
-                          result_type=(result_spec or {}).get("type"),
-                          expected_type=(expected_spec or {}).get("type"))
+def _score_one(
+    resolved: _Resolved,
+    env: EvalEnv,
+    idx: int,
+    func: str,
+    result_spec: Any,
+    expected_spec: Any,
+    options: dict[str, Any],
+    limit: MetricLimit,
+) -> MetricDetail:
+    detail = MetricDetail(
+        func=func,
+        options=options,
+        result_type=(result_spec or {}).get("type"),
+        expected_type=(expected_spec or {}).get("type"),
+    )
     try:
         result_state = _get(resolved, env, result_spec, "result") if result_spec else None
     except FileNotFoundError as exc:
@@ -209,8 +235,9 @@ def _score_one(resolved: _Resolved, env: EvalEnv, idx: int, func: str, result_sp
             try:
                 expected_state = _get(resolved, env, expected_spec, "expected")
             except FileNotFoundError as exc:
-                raise EvaluatorInfraError(f"expected getter {expected_spec.get('type')!r}: "
-                                          f"file not found: {exc}") from exc
+                raise EvaluatorInfraError(
+                    f"expected getter {expected_spec.get('type')!r}: file not found: {exc}"
+                ) from exc
             detail.expected = preview(expected_state)
             with limit(result_state, expected_state):  # a far larger result: limited
                 value = metric(result_state, expected_state, **options)
@@ -231,8 +258,13 @@ def _last_is_fail(history: list[Any]) -> bool:
     return last == "FAIL" or (isinstance(last, dict) and last.get("action_type") == "FAIL")
 
 
-def evaluate_in_process(task: Task, ctx: TaskContext, *, backend: str | None = None,
-                        metric_limit: MetricLimit = unlimited) -> EvalResult:
+def evaluate_in_process(
+    task: Task,
+    ctx: TaskContext,
+    *,
+    backend: str | None = None,
+    metric_limit: MetricLimit = unlimited,
+) -> EvalResult:
     """Score ``task`` on the desktop in ``ctx``, here (see the module docstring for the
     semantics); ``backend`` is accepted for compatibility and ignored (OSWorld's code always
     scores)."""
@@ -243,19 +275,34 @@ def evaluate_in_process(task: Task, ctx: TaskContext, *, backend: str | None = N
     resolved = _resolve(task)
     name = "osworld"
     ev = task.evaluator
-    post = run_setup_in_process(ev.postconfig, ctx, phase="postconfig") \
-        if ev.postconfig else None
+    post = run_setup_in_process(ev.postconfig, ctx, phase="postconfig") if ev.postconfig else None
 
     def done(score: float, reason: str, detail: list[MetricDetail] | None = None) -> EvalResult:
-        return EvalResult(score=float(score), detail=detail or [], reason=reason, backend=name,
-                          postconfig=post, seconds=round(time.monotonic() - t0, 3))
+        return EvalResult(
+            score=float(score),
+            detail=detail or [],
+            reason=reason,
+            backend=name,
+            postconfig=post,
+            seconds=round(time.monotonic() - t0, 3),
+        )
 
     if ev.is_infeasible:
         ok = _last_is_fail(ctx.action_history)
-        return done(1.0 if ok else 0.0, "infeasible task: " + (
-            "the agent declared it infeasible (FAIL)" if ok else "the agent did not answer FAIL"),
-            [MetricDetail(func="infeasible", score=1.0 if ok else 0.0,
-                          result=preview(ctx.action_history[-1:]))])
+        return done(
+            1.0 if ok else 0.0,
+            "infeasible task: "
+            + (
+                "the agent declared it infeasible (FAIL)" if ok else "the agent did not answer FAIL"
+            ),
+            [
+                MetricDetail(
+                    func="infeasible",
+                    score=1.0 if ok else 0.0,
+                    result=preview(ctx.action_history[-1:]),
+                )
+            ],
+        )
     if _last_is_fail(ctx.action_history):
         return done(0.0, "the agent declared a feasible task infeasible (last action FAIL)")
 
@@ -270,22 +317,30 @@ def evaluate_in_process(task: Task, ctx: TaskContext, *, backend: str | None = N
 
     details: list[MetricDetail] = []
     for i, func in enumerate(funcs):
-        d = _score_one(resolved, env, i, func, results[i], expecteds[i], options[i],
-                       metric_limit)
+        d = _score_one(resolved, env, i, func, results[i], expecteds[i], options[i], metric_limit)
         details.append(d)
         if not listed:
             return done(d.score or 0.0, d.error or f"{func} = {d.score}", details)
         if ev.conj == "and" and d.score == 0.0:
-            details += [MetricDetail(func=f, skipped=True) for f in funcs[i + 1:]]
+            details += [MetricDetail(func=f, skipped=True) for f in funcs[i + 1 :]]
             return done(0.0, f"conj and: metric {i} ({func}) scored 0", details)
         if ev.conj == "or" and d.score == 1.0:
-            details += [MetricDetail(func=f, skipped=True) for f in funcs[i + 1:]]
+            details += [MetricDetail(func=f, skipped=True) for f in funcs[i + 1 :]]
             return done(1.0, f"conj or: metric {i} ({func}) scored 1", details)
     scores = [d.score or 0.0 for d in details]
     score = sum(scores) / len(scores) if ev.conj == "and" else max(scores)
-    return done(score, f"conj {ev.conj}: {'mean' if ev.conj == 'and' else 'max'} of {scores}",
-                details)
+    return done(
+        score, f"conj {ev.conj}: {'mean' if ev.conj == 'and' else 'max'} of {scores}", details
+    )
 
 
-__all__ = ["CHROME_A11Y_GETTERS", "EMBEDDED_TIMING_DEFECTS", "MetricLimit", "PREVIEW_CHARS",
-           "ensure_supported_in_process", "evaluate_in_process", "preview", "unlimited"]
+__all__ = [
+    "CHROME_A11Y_GETTERS",
+    "EMBEDDED_TIMING_DEFECTS",
+    "MetricLimit",
+    "PREVIEW_CHARS",
+    "ensure_supported_in_process",
+    "evaluate_in_process",
+    "preview",
+    "unlimited",
+]

@@ -28,9 +28,9 @@ from typing import Any
 
 from computer_env import guest_programs
 from computer_env.errors import EvaluatorInfraError
+from computer_env.osworld.catalog.tasks import Task
 from computer_env.osworld.context import substitute
 from computer_env.osworld.prepare.readiness import last_json
-from computer_env.osworld.catalog.tasks import Task
 
 logger = logging.getLogger(__name__)
 
@@ -65,8 +65,9 @@ def evaluated_files(task: Task, vars: dict[str, str] | None = None) -> list[str]
 
 
 def _state(client: Any, files: list[str]) -> dict[str, Any]:
-    res = client.execute(["/usr/bin/python3", "-c", guest_programs.read("file_saves.py"), *files],
-                         timeout=60)
+    res = client.execute(
+        ["/usr/bin/python3", "-c", guest_programs.read("file_saves.py"), *files], timeout=60
+    )
     value = last_json(getattr(res, "output", ""))
     if value is not None:
         return value
@@ -97,14 +98,18 @@ def check_zip(data: bytes, path: str, limit: int = INFLATED_LIMIT) -> None:
                 raise UnparsableResult(
                     f"{path} cannot be parsed after its saves finished: its parts inflate to "
                     f"{inflated / 2**30:.1f} GiB ({len(data)} bytes on disk), past the "
-                    f"{limit / 2**30:g} GiB no document of a task needs")
+                    f"{limit / 2**30:g} GiB no document of a task needs"
+                )
             bad = archive.testzip()
     except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
-        raise UnparsableResult(f"{path} cannot be parsed after its saves finished "
-                                  f"({len(data)} bytes): {type(exc).__name__}: {exc}") from exc
+        raise UnparsableResult(
+            f"{path} cannot be parsed after its saves finished "
+            f"({len(data)} bytes): {type(exc).__name__}: {exc}"
+        ) from exc
     if bad is not None:
-        raise UnparsableResult(f"{path} cannot be parsed after its saves finished: "
-                                  f"member {bad} is corrupt")
+        raise UnparsableResult(
+            f"{path} cannot be parsed after its saves finished: member {bad} is corrupt"
+        )
 
 
 def _check_parses(client: Any, path: str) -> None:
@@ -114,9 +119,16 @@ def _check_parses(client: Any, path: str) -> None:
     check_zip(data, path)
 
 
-def wait_for_saves(client: Any, task: Task, *, vars: dict[str, str] | None = None,
-                   quiet_s: float = 1.5, timeout: float = 60.0, poll_s: float = 0.5,
-                   modified_grace_s: float = 10.0) -> SaveReport:
+def wait_for_saves(
+    client: Any,
+    task: Task,
+    *,
+    vars: dict[str, str] | None = None,
+    quiet_s: float = 1.5,
+    timeout: float = 60.0,
+    poll_s: float = 0.5,
+    modified_grace_s: float = 10.0,
+) -> SaveReport:
     """Wait until the files the evaluator reads are saved and stable (module docstring)."""
     files = evaluated_files(task, vars)
     report = SaveReport(files)
@@ -144,8 +156,10 @@ def wait_for_saves(client: Any, task: Task, *, vars: dict[str, str] | None = Non
             break
         if now - start >= timeout:
             if busy or changed:
-                raise EvaluatorInfraError(f"saves did not finish in {timeout:g} s: "
-                                          f"{', '.join(busy) or 'files still changing'}")
+                raise EvaluatorInfraError(
+                    f"saves did not finish in {timeout:g} s: "
+                    f"{', '.join(busy) or 'files still changing'}"
+                )
             break
         time.sleep(poll_s)
     if modified:

@@ -41,8 +41,9 @@ KEEP_MAX_BYTES = 50_000_000
 class ScoringWitness:
     """Keeps the evidence of one scoring (see the module docstring)."""
 
-    def __init__(self, ctx: Any, case_dir: Path, *,
-                 explain: Callable[..., list[str]] = explain_files) -> None:
+    def __init__(
+        self, ctx: Any, case_dir: Path, *, explain: Callable[..., list[str]] = explain_files
+    ) -> None:
         """``explain``: :func:`~computer_env.osworld.scoring.explain.explain_files` or a stand-in with
         its signature (e.g. the scoring process's)."""
         self.ctx = ctx
@@ -72,8 +73,9 @@ class ScoringWitness:
             log.warning("no screenshot at scoring time: %s", exc)
         self._before = self._files()
 
-    def after(self, detail: list[dict[str, Any]], options: list[dict[str, Any]] | None = None
-              ) -> dict[str, Any]:
+    def after(
+        self, detail: list[dict[str, Any]], options: list[dict[str, Any]] | None = None
+    ) -> dict[str, Any]:
         """Copy what the evaluator read into ``scored/``, explain differences, write
         ``scored.json``; return its content."""
         now = self._files()
@@ -85,8 +87,16 @@ class ScoringWitness:
                 continue  # a setup file the evaluator did not read
             role = role or "other"
             if stamp[1] > KEEP_MAX_BYTES:
-                files.append({"role": role, "path": None, "source": str(path),
-                              "bytes": stamp[1], "func": func, "note": "too large to keep"})
+                files.append(
+                    {
+                        "role": role,
+                        "path": None,
+                        "source": str(path),
+                        "bytes": stamp[1],
+                        "func": func,
+                        "note": "too large to keep",
+                    }
+                )
                 continue
             rel = Path("scored") / role / path.relative_to(self.work)
             try:
@@ -95,10 +105,20 @@ class ScoringWitness:
                 log.warning("cannot keep %s: %s", path, exc)
                 continue
             kept[path] = rel.as_posix()
-            files.append({"role": role, "path": rel.as_posix(), "source": str(path),
-                          "bytes": stamp[1], "func": func})
-        data = {"screenshot": self.screenshot, "files": files,
-                "explanations": self._explain(detail, kept, options or [])}
+            files.append(
+                {
+                    "role": role,
+                    "path": rel.as_posix(),
+                    "source": str(path),
+                    "bytes": stamp[1],
+                    "func": func,
+                }
+            )
+        data = {
+            "screenshot": self.screenshot,
+            "files": files,
+            "explanations": self._explain(detail, kept, options or []),
+        }
         try:
             atomic_write_json(self.case_dir / SCORED_JSON, data)
         except OSError as exc:
@@ -114,8 +134,9 @@ class ScoringWitness:
                     return role, d.get("func")
         return None, None
 
-    def _explain(self, detail: list[dict[str, Any]], kept: dict[Path, str],
-                 options: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def _explain(
+        self, detail: list[dict[str, Any]], kept: dict[Path, str], options: list[dict[str, Any]]
+    ) -> list[dict[str, Any]]:
         out = []
         for i, d in enumerate(detail):
             result = next((p for p in kept if str(p) in str(d.get("result") or "")), None)
@@ -123,8 +144,14 @@ class ScoringWitness:
             if result is None or expected is None:
                 continue
             opts = d.get("options") or (options[i] if i < len(options) else {}) or {}
-            lines = self.explain(result, expected, func=str(d.get("func") or ""),
-                                 options=opts)
-            out.append({"func": d.get("func"), "score": d.get("score"), "result": kept[result],
-                        "expected": kept[expected], "lines": lines})
+            lines = self.explain(result, expected, func=str(d.get("func") or ""), options=opts)
+            out.append(
+                {
+                    "func": d.get("func"),
+                    "score": d.get("score"),
+                    "result": kept[result],
+                    "expected": kept[expected],
+                    "lines": lines,
+                }
+            )
         return out

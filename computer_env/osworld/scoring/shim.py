@@ -21,11 +21,11 @@ from typing import Any
 import httpx
 
 from computer_env.errors import EvaluatorCrash, EvaluatorInfraError
-from computer_env.osworld.guards.confine import asset_hosts, check_download_url, confined
-from computer_env.osworld.context import TaskContext
 from computer_env.osworld.catalog.download import cached_fetch
-from computer_env.osworld.prepare.setup import upstream_setup_controller
 from computer_env.osworld.catalog.tasks import Task
+from computer_env.osworld.context import TaskContext
+from computer_env.osworld.guards.confine import asset_hosts, check_download_url, confined
+from computer_env.osworld.prepare.setup import upstream_setup_controller
 from computer_env.osworld.upstream.loader import upstream_python_controller
 
 logger = logging.getLogger(__name__)
@@ -52,8 +52,10 @@ class InfraAwareController:
         except Exception:  # noqa: BLE001 - a failing ping means not alive
             alive = False
         if not alive:
-            raise EvaluatorInfraError(f"evaluator could not {what}: the desktop server at "
-                                      f"{self._ctx.handle.url} does not answer")
+            raise EvaluatorInfraError(
+                f"evaluator could not {what}: the desktop server at "
+                f"{self._ctx.handle.url} does not answer"
+            )
 
     def __getattr__(self, name: str) -> Any:
         value = getattr(self._inner, name)
@@ -100,8 +102,11 @@ def _uses_cdp(getter: Any) -> bool:
 def desktop_processes(env: EvalEnv) -> list[tuple[str, str]]:
     """``(state, command line)`` of every process in the desktop (``ps``'s STAT column)."""
     res = env.ctx.client.execute(["ps", "-eo", "stat=,args="], timeout=15)
-    return [(parts[0], parts[1] if len(parts) > 1 else "")
-            for parts in (line.split(None, 1) for line in res.output.splitlines()) if parts]
+    return [
+        (parts[0], parts[1] if len(parts) > 1 else "")
+        for parts in (line.split(None, 1) for line in res.output.splitlines())
+        if parts
+    ]
 
 
 def stopped_apps(env: EvalEnv) -> list[str]:
@@ -132,15 +137,21 @@ def check_cdp(env: EvalEnv, getter: Any) -> None:
     procs = desktop_processes(env)
     states = [stat for stat, args in procs if "remote-debugging-port" in args]
     if any(stat.startswith(("T", "t")) for stat in states):
-        raise EvaluatorCrash(f"Chrome is stopped (SIGSTOP) in the desktop: its DevTools port "
-                             f"does not answer at {url}")
+        raise EvaluatorCrash(
+            f"Chrome is stopped (SIGSTOP) in the desktop: its DevTools port "
+            f"does not answer at {url}"
+        )
     if states:
         if _setup_forwards(env.task) and not any(_is_forward(args) for _, args in procs):
-            raise EvaluatorCrash(f"the task's DevTools forward (socat, started by its setup, "
-                                 f"whose DevTools answered before the agent's turn) is gone "
-                                 f"from the desktop: nothing answers at {url}")
-        raise EvaluatorInfraError("Chrome runs in the desktop but its DevTools port does not "
-                                  f"answer at {url} (the task's socat forward is missing?)")
+            raise EvaluatorCrash(
+                f"the task's DevTools forward (socat, started by its setup, "
+                f"whose DevTools answered before the agent's turn) is gone "
+                f"from the desktop: nothing answers at {url}"
+            )
+        raise EvaluatorInfraError(
+            "Chrome runs in the desktop but its DevTools port does not "
+            f"answer at {url} (the task's socat forward is missing?)"
+        )
 
 
 def _is_forward(args: str) -> bool:
@@ -151,10 +162,15 @@ def _setup_forwards(task: Any) -> bool:
     """Does the task's own setup launch a socat forward (OSWorld's Chrome tasks forward 9222 to
     Chrome's DevTools port)? Then one missing at evaluation was killed during the agent's turn
     (the readiness wait checked the DevTools port through it before the agent's first action)."""
-    return any(step.type in ("launch", "execute", "command")
-               and _is_forward(" ".join(map(str, c)) if isinstance(c := step.parameters.get(
-                   "command", ""), list) else str(c))
-               for step in getattr(task, "config", []))
+    return any(
+        step.type in ("launch", "execute", "command")
+        and _is_forward(
+            " ".join(map(str, c))
+            if isinstance(c := step.parameters.get("command", ""), list)
+            else str(c)
+        )
+        for step in getattr(task, "config", [])
+    )
 
 
 class EvalEnv:
@@ -201,6 +217,12 @@ class EvalEnv:
         return self.controller.get_vm_screen_size()
 
 
-__all__ = ["CONTROLLER_RETRY_INTERVAL_S", "EvalEnv", "InfraAwareController", "check_cdp",
-           "desktop_processes", "stopped_apps",
-           "seed_cloud_files"]
+__all__ = [
+    "CONTROLLER_RETRY_INTERVAL_S",
+    "EvalEnv",
+    "InfraAwareController",
+    "check_cdp",
+    "desktop_processes",
+    "stopped_apps",
+    "seed_cloud_files",
+]

@@ -104,7 +104,6 @@ def install_finder() -> None:
         sys.meta_path.append(_FINDER)
 
 
-
 def _absent_in(value: Any) -> str | None:
     if isinstance(value, AbsentModule):
         return value.__name__.split(".")[0]
@@ -141,8 +140,11 @@ def absent_dependencies(fn: Any, *, depth: int = 3) -> list[str]:
             if absent is not None:
                 if absent not in found:
                     found.append(absent)
-            elif (level > 0 and isinstance(value, types.FunctionType)
-                  and str(getattr(value, "__module__", "")).startswith("desktop_env")):
+            elif (
+                level > 0
+                and isinstance(value, types.FunctionType)
+                and str(getattr(value, "__module__", "")).startswith("desktop_env")
+            ):
                 visit(value, level - 1)
 
     visit(fn, depth)
@@ -156,11 +158,19 @@ def missing_reason(modules: list[str]) -> str:
 
 def absent_modules() -> list[str]:
     """The modules of :data:`OPTIONAL` that OSWorld's code imported as absent placeholders."""
-    return sorted(name for name, module in sys.modules.items()
-                  if "." not in name and isinstance(module, AbsentModule))
+    return sorted(
+        name
+        for name, module in sys.modules.items()
+        if "." not in name and isinstance(module, AbsentModule)
+    )
 
 
 __all__ = [
-    "AbsentModule", "MissingDependency", "OPTIONAL", "absent_dependencies", "absent_modules",
-    "install_finder", "missing_reason",
+    "AbsentModule",
+    "MissingDependency",
+    "OPTIONAL",
+    "absent_dependencies",
+    "absent_modules",
+    "install_finder",
+    "missing_reason",
 ]

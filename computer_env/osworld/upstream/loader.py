@@ -33,8 +33,13 @@ from typing import Any
 from computer_env.errors import ConfigurationError
 from computer_env.osworld.upstream import parts as upstream_parts
 from computer_env.osworld.upstream.absent import (
-    OPTIONAL, AbsentModule, MissingDependency, absent_dependencies, absent_modules,
-    install_finder, missing_reason,
+    OPTIONAL,
+    AbsentModule,
+    MissingDependency,
+    absent_dependencies,
+    absent_modules,
+    install_finder,
+    missing_reason,
 )
 
 
@@ -113,7 +118,8 @@ def _import(name: str) -> types.ModuleType:
     if not upstream_available():
         raise ConfigurationError(
             "OSWorld's code (desktop_env) is not installed: run `make setup` (it installs the "
-            "desktop-env package) or pass --osworld-root with an OSWorld checkout")
+            "desktop-env package) or pass --osworld-root with an OSWorld checkout"
+        )
     install_finder()
     try:
         with _quiet_import():
@@ -121,7 +127,8 @@ def _import(name: str) -> types.ModuleType:
     except ImportError as exc:
         raise ConfigurationError(
             f"OSWorld's {name} ({osworld_source()}) cannot be imported: {exc}; `make setup` "
-            "installs what it needs (the osworld extra)") from exc
+            "installs what it needs (the osworld extra)"
+        ) from exc
 
 
 def _import_part(fn: Any, *args: str) -> Any:
@@ -133,7 +140,8 @@ def _import_part(fn: Any, *args: str) -> Any:
     except ImportError as exc:
         raise ConfigurationError(
             f"OSWorld's {args[0]} ({osworld_source()}) cannot be imported: {exc}; `make setup` "
-            "installs what it needs (the osworld extra)") from exc
+            "installs what it needs (the osworld extra)"
+        ) from exc
 
 
 def upstream_getters() -> types.ModuleType:
@@ -171,9 +179,20 @@ def upstream_python_controller() -> type:
 
 
 __all__ = [
-    "AbsentModule", "MissingDependency", "OPTIONAL", "absent_dependencies", "absent_modules",
-    "checkout_folder", "missing_reason", "osworld_source", "upstream_available",
-    "upstream_getter", "upstream_getters", "upstream_metric", "upstream_metrics",
+    "AbsentModule",
+    "MissingDependency",
+    "OPTIONAL",
+    "absent_dependencies",
+    "absent_modules",
+    "checkout_folder",
+    "missing_reason",
+    "osworld_source",
+    "upstream_available",
+    "upstream_getter",
+    "upstream_getters",
+    "upstream_metric",
+    "upstream_metrics",
     "upstream_python_controller",
-    "upstream_setup_module", "use_checkout",
+    "upstream_setup_module",
+    "use_checkout",
 ]

@@ -34,9 +34,14 @@ _SNAKE_MOVES = {"U": (0, 1), "D": (0, -1), "L": (-1, 0), "R": (1, 0)}
 _REVERSE = {"U": "D", "D": "U", "L": "R", "R": "L"}
 
 
-def expert_plan(game: str, raw: Any, *, snake_beam: int = SNAKE_BEAM,
-                overcooked_width: int = OVERCOOKED_WIDTH,
-                overcooked_horizon: int = OVERCOOKED_HORIZON) -> list[str]:
+def expert_plan(
+    game: str,
+    raw: Any,
+    *,
+    snake_beam: int = SNAKE_BEAM,
+    overcooked_width: int = OVERCOOKED_WIDTH,
+    overcooked_horizon: int = OVERCOOKED_HORIZON,
+) -> list[str]:
     """The expert's moves (action letters) for the fresh game ``raw`` (a RealtimeGym env)."""
     if game == "freeway":
         return [action for _turn, _pos, action in _freeway_plan(_freeway_clone(raw))]
@@ -48,6 +53,7 @@ def expert_plan(game: str, raw: Any, *, snake_beam: int = SNAKE_BEAM,
 
 
 # ----- Snake ------------------------------------------------------------------------------
+
 
 def snake_clone(raw: Any) -> Any:
     """A copy of a Snake game that steps without touching the original (the spawn order,
@@ -76,8 +82,12 @@ def _room(sim: Any) -> int:
         x, y = todo.popleft()
         for dx, dy in _SNAKE_MOVES.values():
             cell = (x + dx, y + dy)
-            if (cell not in seen and cell not in blocked and 0 < cell[0] < size - 1
-                    and 0 < cell[1] < size - 1):
+            if (
+                cell not in seen
+                and cell not in blocked
+                and 0 < cell[0] < size - 1
+                and 0 < cell[1] < size - 1
+            ):
                 seen.add(cell)
                 todo.append(cell)
     return min(len(seen) - 1, need)
@@ -85,8 +95,7 @@ def _room(sim: Any) -> int:
 
 def _apple_gap(sim: Any) -> int:
     hx, hy = sim.snake[-1]
-    gaps = [abs(x - hx) + abs(y - hy) for x, y in sim.food
-            if sim.food_attributes[x][y][1] > 0]
+    gaps = [abs(x - hx) + abs(y - hy) for x, y in sim.food if sim.food_attributes[x][y][1] > 0]
     return min(gaps, default=2 * sim.B)
 
 
@@ -114,5 +123,13 @@ def snake_plan(raw: Any, width: int = SNAKE_BEAM) -> list[str]:
     return best[1]
 
 
-__all__ = ["OVERCOOKED_HORIZON", "OVERCOOKED_WIDTH", "SNAKE_BEAM", "expert_plan",
-           "overcooked_plan", "snake_clone", "snake_moves", "snake_plan"]
+__all__ = [
+    "OVERCOOKED_HORIZON",
+    "OVERCOOKED_WIDTH",
+    "SNAKE_BEAM",
+    "expert_plan",
+    "overcooked_plan",
+    "snake_clone",
+    "snake_moves",
+    "snake_plan",
+]

@@ -52,9 +52,16 @@ def overcooked_clone(raw: Any) -> Any:
     observations (features and text are never read by the search)."""
     gym = raw.gym_env
     base = gym.base_env
-    shared = [gym.base_mdp, base.mdp, getattr(base, "_mlam", None), getattr(base, "_mp", None),
-              gym.all_args, getattr(gym, "observation_space", None),
-              getattr(gym, "share_observation_space", None), getattr(gym, "action_space", None)]
+    shared = [
+        gym.base_mdp,
+        base.mdp,
+        getattr(base, "_mlam", None),
+        getattr(base, "_mp", None),
+        gym.all_args,
+        getattr(gym, "observation_space", None),
+        getattr(gym, "share_observation_space", None),
+        getattr(gym, "action_space", None),
+    ]
     sim = copy.deepcopy(raw, {id(obj): obj for obj in shared if obj is not None})
     sim.observe = dict
     sim.gym_env.featurize_fn = lambda _state: (None, None)
@@ -80,10 +87,15 @@ def _tile(state: Any, pos: tuple[int, int]) -> tuple[Any, ...] | None:
 def _drops(mdp: Any, state: Any) -> list[tuple[int, int]]:
     """The nearest empty counters (by walking distance around the partner)."""
     me, other = state.players
-    walkable = {(x, y) for y, row in enumerate(mdp.terrain_mtx) for x, t in enumerate(row)
-                if t == " "} - {tuple(other.position)}
-    free = {(x, y) for y, row in enumerate(mdp.terrain_mtx) for x, t in enumerate(row)
-            if t == "X" and (x, y) not in state.objects}
+    walkable = {
+        (x, y) for y, row in enumerate(mdp.terrain_mtx) for x, t in enumerate(row) if t == " "
+    } - {tuple(other.position)}
+    free = {
+        (x, y)
+        for y, row in enumerate(mdp.terrain_mtx)
+        for x, t in enumerate(row)
+        if t == "X" and (x, y) not in state.objects
+    }
     start = tuple(me.position)
     seen, todo = {start}, deque([start])
     out: list[tuple[int, int]] = []
@@ -106,16 +118,22 @@ def macro_targets(mdp: Any, state: Any) -> list[tuple[int, int]]:
     soups = {p: o for p, o in state.objects.items() if p in pots}
     loose = {p: o.name for p, o in state.objects.items() if p not in pots}
     if held is None:
-        return (list(mdp.get_onion_dispenser_locations())
-                + list(mdp.get_dish_dispenser_locations())
-                + [p for p, name in loose.items() if name in ("onion", "dish", "soup")])
+        return (
+            list(mdp.get_onion_dispenser_locations())
+            + list(mdp.get_dish_dispenser_locations())
+            + [p for p, name in loose.items() if name in ("onion", "dish", "soup")]
+        )
     drops = _drops(mdp, state)
     if held == "onion":
-        return drops + [p for p in pots if p not in soups
-                        or (soups[p].is_idle and len(soups[p].ingredients) < 3)]
+        return drops + [
+            p
+            for p in pots
+            if p not in soups or (soups[p].is_idle and len(soups[p].ingredients) < 3)
+        ]
     if held == "dish":
-        return drops + [p for p in pots if p in soups
-                        and (soups[p].is_ready or soups[p].is_cooking)]
+        return drops + [
+            p for p in pots if p in soups and (soups[p].is_ready or soups[p].is_cooking)
+        ]
     if held == "soup":
         return drops + list(mdp.get_serving_locations())
     return drops
@@ -146,8 +164,9 @@ def progress(sim: Any) -> float:
     for pot in sim.gym_env.base_mdp.get_pot_locations():
         soup = state.objects.get(pot)
         if soup is not None:
-            value += _COOKING if soup.is_cooking or soup.is_ready else _ONION * len(
-                soup.ingredients)
+            value += (
+                _COOKING if soup.is_cooking or soup.is_ready else _ONION * len(soup.ingredients)
+            )
     held = _held(state.players[0])
     return value + (_HELD_ONION if held == "onion" else _HELD_SOUP if held == "soup" else 0.0)
 
@@ -169,8 +188,9 @@ def _key(sim: Any) -> tuple[Any, ...]:
     return chefs, tuple(sorted((pos, _tile(state, pos)) for pos in state.objects))
 
 
-def overcooked_plan(raw: Any, width: int = OVERCOOKED_WIDTH,
-                    horizon: int = OVERCOOKED_HORIZON) -> list[str]:
+def overcooked_plan(
+    raw: Any, width: int = OVERCOOKED_WIDTH, horizon: int = OVERCOOKED_HORIZON
+) -> list[str]:
     """The beam search of the module doc from the game ``raw`` (left untouched)."""
     import numpy as np  # noqa: PLC0415 - RealtimeGym's dependency, present when its games are
 
@@ -182,8 +202,9 @@ def overcooked_plan(raw: Any, width: int = OVERCOOKED_WIDTH,
 
 
 def _search(raw: Any, width: int, horizon: int) -> list[str]:
-    turns: dict[int, dict[Any, Node]] = {raw.game_turn: {_key(raw): (0.0, overcooked_clone(raw),
-                                                                      [])}}
+    turns: dict[int, dict[Any, Node]] = {
+        raw.game_turn: {_key(raw): (0.0, overcooked_clone(raw), [])}
+    }
     best: tuple[float, list[str]] = (float(raw.reward), [])
 
     def keep(child: Any, moves: list[str], penalty: float = 0.0) -> None:

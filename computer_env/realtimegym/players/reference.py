@@ -96,7 +96,9 @@ _REVERSE = {"U": "D", "D": "U", "L": "R", "R": "L"}
 
 def _snake_view(raw: Any) -> dict[str, Any]:
     return {
-        "snake": list(raw.snake), "dir": raw.dir, "size": raw.B,
+        "snake": list(raw.snake),
+        "dir": raw.dir,
+        "size": raw.B,
         "obstacles": set(raw.obstacle),
         "foods": {f: raw.food_attributes[f[0]][f[1]] for f in raw.food},
         # where the next apples will appear (RealtimeGym spawns them in a seeded order)
@@ -131,8 +133,14 @@ def _snake_action(view: dict[str, Any]) -> str:
         apples |= view.get("next_apples", set())
         lives = _survives(body, action, SNAKE_LOOKAHEAD, free, apples, [SNAKE_LOOKAHEAD_NODES])
         danger = 0 if lives and (len(body) <= 2 or body[0] in dist) else 1 if lives else 2
-        reach = min((dist[f] for f, (life, value) in foods.items()
-                     if value > 0 and f in dist and dist[f] < life), default=size * size)
+        reach = min(
+            (
+                dist[f]
+                for f, (life, value) in foods.items()
+                if value > 0 and f in dist and dist[f] < life
+            ),
+            default=size * size,
+        )
         key = (danger, 0 if eats else 1, reach)
         if best is None or key < best[0]:
             best = (key, action)
@@ -145,8 +153,9 @@ SNAKE_LOOKAHEAD_NODES = 20_000
 (an exhausted budget counts as surviving: the search only stalls in open space)."""
 
 
-def _survives(body: list[Cell], heading: str, depth: int, free: Any, apples: set[Cell],
-              budget: list[int]) -> bool:
+def _survives(
+    body: list[Cell], heading: str, depth: int, free: Any, apples: set[Cell], budget: list[int]
+) -> bool:
     """Whether ``body`` (tail first) heading ``heading`` can make ``depth`` more moves (never
     onto its tail while an apple lies there: RealtimeGym kills a head that meets the tail it
     would grow)."""
@@ -160,8 +169,9 @@ def _survives(body: list[Cell], heading: str, depth: int, free: Any, apples: set
         new = (head[0] + dx, head[1] + dy)
         if new == body[0] and new in apples:
             continue
-        if free(new, body[1:]) and _survives(body[1:] + [new], action, depth - 1, free, apples,
-                                             budget):
+        if free(new, body[1:]) and _survives(
+            body[1:] + [new], action, depth - 1, free, apples, budget
+        ):
             return True
     return False
 
@@ -200,9 +210,10 @@ def _overcooked_action(mdp: Any, state: Any) -> str:
     loose = {p: o.name for p, o in state.objects.items() if p not in pots}
     ready = [p for p in pots if p in soups and soups[p].is_ready]
     cooking = [p for p in pots if p in soups and soups[p].is_cooking]
-    unfull = sorted((p for p in pots if p not in soups or (soups[p].is_idle
-                                                           and len(soups[p].ingredients) < 3)),
-                    key=lambda p: -len(soups[p].ingredients) if p in soups else 0)
+    unfull = sorted(
+        (p for p in pots if p not in soups or (soups[p].is_idle and len(soups[p].ingredients) < 3)),
+        key=lambda p: -len(soups[p].ingredients) if p in soups else 0,
+    )
     other_dish = other.held_object is not None and other.held_object.name in ("dish", "soup")
 
     if held == "soup":
@@ -214,11 +225,13 @@ def _overcooked_action(mdp: Any, state: Any) -> str:
         if not targets:
             return "S"
     elif held is None and (ready or cooking) and not other_dish:
-        targets = list(mdp.get_dish_dispenser_locations()) + [p for p, n in loose.items()
-                                                              if n == "dish"]
+        targets = list(mdp.get_dish_dispenser_locations()) + [
+            p for p, n in loose.items() if n == "dish"
+        ]
     elif held is None and unfull:
-        targets = list(mdp.get_onion_dispenser_locations()) + [p for p, n in loose.items()
-                                                               if n == "onion"]
+        targets = list(mdp.get_onion_dispenser_locations()) + [
+            p for p, n in loose.items() if n == "onion"
+        ]
     else:
         return "S"
     return _walk_and_interact(mdp, me, other.position, targets)
@@ -226,8 +239,9 @@ def _overcooked_action(mdp: Any, state: Any) -> str:
 
 def _walk_and_interact(mdp: Any, me: Any, other: Cell, targets: list[Cell]) -> str:
     """The next action toward facing one of ``targets`` and interacting with it."""
-    walkable = {(x, y) for y, row in enumerate(mdp.terrain_mtx) for x, t in enumerate(row)
-                if t == " "}
+    walkable = {
+        (x, y) for y, row in enumerate(mdp.terrain_mtx) for x, t in enumerate(row) if t == " "
+    }
     goals: dict[Cell, Cell] = {}  # standing cell -> the target it faces
     for tx, ty in targets:
         for dx, dy in _OC_LETTER:

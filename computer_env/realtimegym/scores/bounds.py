@@ -66,7 +66,8 @@ def seed_scores(game: str, load: str, seed: int) -> SeedScores:
     except KeyError:
         raise ConfigurationError(
             f"{SCORES_FILE}: no entry cases.{name}.{load}.{seed}; regenerate it with "
-            "scripts/realtimegym_expert.py") from None
+            "scripts/realtimegym_expert.py"
+        ) from None
 
 
 def expert_score(game: str, load: str, seed: int) -> float:

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from computer_env.realtimegym.players.expert import snake_clone, snake_moves
 from computer_env.realtimegym.games import MAX_TURNS
+from computer_env.realtimegym.players.expert import snake_clone, snake_moves
 
 
 def snake_ceiling(raw: Any) -> int:
@@ -58,8 +58,15 @@ PARKED_CAP = 3
 """Soups parked on counters tracked by the search (more never pays: each waits to be served)."""
 
 
-def overcooked_ceiling(mdp: Any, start: tuple[int, int], facing: tuple[int, int], *,
-                       serve_r: int, cook: int, turns: int = MAX_TURNS) -> int:
+def overcooked_ceiling(
+    mdp: Any,
+    start: tuple[int, int],
+    facing: tuple[int, int],
+    *,
+    serve_r: int,
+    cook: int,
+    turns: int = MAX_TURNS,
+) -> int:
     """The most reward the agent's chef earns in the relaxed kitchen (see the module doc):
     ``serve_r`` is the soup's value, ``cook`` its cooking time in turns."""
     terrain = mdp.terrain_mtx
@@ -88,8 +95,11 @@ def overcooked_ceiling(mdp: Any, start: tuple[int, int], facing: tuple[int, int]
                 options.append(((cell if cell in walk else pos, d, held, parked, ticked), 0))
             options.append(((pos, face, held, parked, ticked), 0))  # stay
             target = (pos[0] + face[0], pos[1] + face[1])
-            t = kind(target) if 0 <= target[1] < len(terrain) and 0 <= target[0] < len(
-                terrain[0]) else "X"
+            t = (
+                kind(target)
+                if 0 <= target[1] < len(terrain) and 0 <= target[0] < len(terrain[0])
+                else "X"
+            )
             if t == "D" and held == "":
                 options.append(((pos, face, "dish", parked, ticked), dish_r))
             elif t == "X" and held == "" and parked:

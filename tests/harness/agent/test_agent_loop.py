@@ -56,8 +56,13 @@ def agent(url: str, **kw: Any) -> HoloComputerAgent:
 
 def images_in(body: dict) -> list[str]:
     """Data URLs of the images in a request, in order."""
-    return [p["image_url"]["url"] for m in body["messages"] if isinstance(m["content"], list)
-            for p in m["content"] if p.get("type") == "image_url"]
+    return [
+        p["image_url"]["url"]
+        for m in body["messages"]
+        if isinstance(m["content"], list)
+        for p in m["content"]
+        if p.get("type") == "image_url"
+    ]
 
 
 def test_full_episode_ends_in_answer() -> None:
@@ -66,15 +71,19 @@ def test_full_episode_ends_in_answer() -> None:
         traj = agent(ep.url).run(env, max_steps=10)
     assert traj.end == "answered" and traj.answer == "saved" and traj.error is None
     assert env.finished == ("saved", False)
-    assert env.events == [Click(x=640, y=400), TypeText(text="hello", press_enter=True),
-                          Hotkey(keys=["ctrl", "s"])]
+    assert env.events == [
+        Click(x=640, y=400),
+        TypeText(text="hello", press_enter=True),
+        Hotkey(keys=["ctrl", "s"]),
+    ]
     assert [r.tool_call["tool_name"] for r in traj.steps] == ["click", "write", "hotkey", "answer"]
     assert traj.steps[0].note == "opened the dialog" and traj.steps[0].pixel == {"x": 640, "y": 400}
     assert traj.steps[0].tool_output == "applied click"
     assert all(r.prompt_tokens and r.completion_tokens and r.reasoning_tokens for r in traj.steps)
     assert all(r.reasoning and "Reference policy" in r.reasoning for r in traj.steps)
     assert traj.totals.requests == 4 and traj.totals.prompt_tokens == sum(
-        r.prompt_tokens for r in traj.steps)
+        r.prompt_tokens for r in traj.steps
+    )
     body = ep.requests_seen[-1]
     assert body["structured_outputs"]["json"] == step_json_schema()
     assert body["chat_template_kwargs"] == {"enable_thinking": True}
@@ -88,7 +97,8 @@ def test_full_episode_ends_in_answer() -> None:
 
 def test_image_eviction_after_many_steps() -> None:
     steps = [s("click", element="OK", x=100 * i, y=100) for i in range(1, 6)] + [
-        s("answer", content="done")]
+        s("answer", content="done")
+    ]
     env = MemoryEnv(TASK, 640, 480)
     with ReferenceEndpoint({TASK: steps}) as ep:
         traj = agent(ep.url, image_budget=3).run(env, max_steps=10)
@@ -106,23 +116,33 @@ def test_image_eviction_after_many_steps() -> None:
 
 
 def test_coordinates_scale_on_non_square_screen() -> None:
-    steps = [s("click", element="a", x=333, y=999), s("double_click", element="b", x=0, y=1000),
-             s("right_click", element="c", x=500, y=250),
-             s("drag", from_x=100, from_y=200, to_x=900, to_y=800),
-             s("scroll", direction="down", amount=5, x=250, y=750), s("answer", content="ok")]
+    steps = [
+        s("click", element="a", x=333, y=999),
+        s("double_click", element="b", x=0, y=1000),
+        s("right_click", element="c", x=500, y=250),
+        s("drag", from_x=100, from_y=200, to_x=900, to_y=800),
+        s("scroll", direction="down", amount=5, x=250, y=750),
+        s("answer", content="ok"),
+    ]
     env = MemoryEnv(TASK, 1366, 768)
     with ReferenceEndpoint({TASK: steps}) as ep:
         agent(ep.url).run(env, max_steps=10)
     # round half up of v * size / 1000, clamped to the last pixel
-    assert env.events == [Click(x=455, y=767), Click(x=0, y=767, count=2),
-                          Click(x=683, y=192, button="right"),
-                          Drag(x1=137, y1=154, x2=1229, y2=614),
-                          Scroll(direction="down", amount=5, x=342, y=576)]
+    assert env.events == [
+        Click(x=455, y=767),
+        Click(x=0, y=767, count=2),
+        Click(x=683, y=192, button="right"),
+        Drag(x1=137, y1=154, x2=1229, y2=614),
+        Scroll(direction="down", amount=5, x=342, y=576),
+    ]
 
 
 def test_coordinates_after_resize_to_max_image_width() -> None:
-    steps = [s("click", element="a", x=500, y=250), s("click", element="b", x=1000, y=1000),
-             s("answer", content="ok")]
+    steps = [
+        s("click", element="a", x=500, y=250),
+        s("click", element="b", x=1000, y=1000),
+        s("answer", content="ok"),
+    ]
     env = MemoryEnv(TASK, 2560, 1440)
     with ReferenceEndpoint({TASK: steps}) as ep:
         traj = agent(ep.url, max_image_width=1280).run(env, max_steps=5)
@@ -230,8 +250,10 @@ def test_a_200_that_is_not_a_chat_completion_is_retried() -> None:
         assert len(ep.requests_seen) == 2 + 4
     assert traj.end == "answered" and traj.steps[0].attempts == 3
     with ReferenceEndpoint({TASK: SOLUTION}, faults="bad_body=100") as ep:
-        with pytest.raises(ModelEndpointError,
-                           match="3 attempts: HTTP 200 with a body that is not a chat completion"):
+        with pytest.raises(
+            ModelEndpointError,
+            match="3 attempts: HTTP 200 with a body that is not a chat completion",
+        ):
             agent(ep.url, max_retries=2).run(MemoryEnv(TASK), max_steps=5)
         assert len(ep.requests_seen) == 3
 
@@ -316,7 +338,8 @@ def test_api_key_is_sent_as_bearer_and_not_leaked() -> None:
 
 
 def test_no_api_key_sends_no_authorization_and_reads_no_openai_environment(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """Without ``api_key`` nothing of the user's OpenAI settings reaches the endpoint."""
     monkeypatch.setenv("OPENAI_API_KEY", "sk-from-the-environment")
     monkeypatch.setenv("OPENAI_ORG_ID", "org-from-the-environment")

@@ -26,13 +26,20 @@ from holo_agent.tools import (
     parse_step,
 )
 
-FUZZ = settings(max_examples=300, deadline=None, database=None,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+FUZZ = settings(
+    max_examples=300,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 """No example database (nothing written into the working tree), no per-example deadline (a
 loaded CI host)."""
 
-VALID: dict[str, Any] = {"note": None, "thought": "Click OK.",
-                         "tool_call": {"tool_name": "click", "element": "OK", "x": 500, "y": 500}}
+VALID: dict[str, Any] = {
+    "note": None,
+    "thought": "Click OK.",
+    "tool_call": {"tool_name": "click", "element": "OK", "x": 500, "y": 500},
+}
 
 
 def step_text(call: str, thought: str = '"Act."') -> str:
@@ -74,39 +81,56 @@ def malformed(text: object, code_actions: bool = False) -> str:
 
 BOMBS: dict[str, tuple[object, str]] = {
     # name: (model output, what the reason says)
-    "5001-digit coordinate": (step_text('{"tool_name": "click", "element": "OK", "x": 1'
-                                        + "0" * 5000 + ', "y": 1}'), "4300 digits"),
-    "5001-digit float": (step_text('{"tool_name": "wait", "seconds": 1' + "0" * 5000 + '.5}'),
-                         ""),
-    "4000-digit coordinate": (step_text('{"tool_name": "click", "element": "OK", "x": 1'
-                                        + "0" * 4000 + ', "y": 1}'), "schema mismatch"),
+    "5001-digit coordinate": (
+        step_text('{"tool_name": "click", "element": "OK", "x": 1' + "0" * 5000 + ', "y": 1}'),
+        "4300 digits",
+    ),
+    "5001-digit float": (step_text('{"tool_name": "wait", "seconds": 1' + "0" * 5000 + ".5}"), ""),
+    "4000-digit coordinate": (
+        step_text('{"tool_name": "click", "element": "OK", "x": 1' + "0" * 4000 + ', "y": 1}'),
+        "schema mismatch",
+    ),
     "200,000 nested arrays": ("[" * 200_000 + "]" * 200_000, "too long"),
     "200,000 arrays open": ("[" * 200_000, "nested too deeply"),
     "30,000 nested objects": ('{"a":' * 30_000, "nested too deeply"),
-    "deep nesting inside a Step": (step_text('{"tool_name": "answer", "content": '
-                                             + "[" * 5000 + "]" * 5000 + "}"),
-                                   "nested too deeply"),
-    "lone surrogate": (step_text('{"tool_name": "answer", "content": "DONE \ud800"}'),
-                       "invalid Unicode"),
-    "lone surrogate escape": (step_text('{"tool_name": "answer", "content": "\\udfff"}'),
-                              "invalid Unicode"),
+    "deep nesting inside a Step": (
+        step_text('{"tool_name": "answer", "content": ' + "[" * 5000 + "]" * 5000 + "}"),
+        "nested too deeply",
+    ),
+    "lone surrogate": (
+        step_text('{"tool_name": "answer", "content": "DONE \ud800"}'),
+        "invalid Unicode",
+    ),
+    "lone surrogate escape": (
+        step_text('{"tool_name": "answer", "content": "\\udfff"}'),
+        "invalid Unicode",
+    ),
     "lone surrogate in a key": ('{"\\ud800": 1}', "valid string"),
-    "30 MB write": (json.dumps({**VALID, "tool_call": {"tool_name": "write",
-                                                      "content": "A" * 30_000_000}}),
-                    "too long"),
+    "30 MB write": (
+        json.dumps({**VALID, "tool_call": {"tool_name": "write", "content": "A" * 30_000_000}}),
+        "too long",
+    ),
     "30 MB JSON string": ('"' + "x" * 30_000_000 + '"', "too long"),
     "NaN": (step_text('{"tool_name": "wait", "seconds": NaN}'), "NaN"),
     "Infinity": (step_text('{"tool_name": "wait", "seconds": Infinity}'), "Infinity"),
     "-Infinity": (step_text('{"tool_name": "wait", "seconds": -Infinity}'), "Infinity"),
     "1e999": (step_text('{"tool_name": "wait", "seconds": 1e999}'), "out of range"),
-    "1e308 coordinate": (step_text('{"tool_name": "click", "element": "OK", "x": 1e308, '
-                                   '"y": 1}'), "schema mismatch"),
-    "negative zero float coordinate": (step_text('{"tool_name": "click", "element": "OK", '
-                                                 '"x": -0.0, "y": 1}'), "schema mismatch"),
-    "bool coordinate": (step_text('{"tool_name": "click", "element": "OK", "x": true, "y": 1}'),
-                        "schema mismatch"),
-    "string coordinate": (step_text('{"tool_name": "click", "element": "OK", "x": "5", "y": 1}'),
-                          "schema mismatch"),
+    "1e308 coordinate": (
+        step_text('{"tool_name": "click", "element": "OK", "x": 1e308, "y": 1}'),
+        "schema mismatch",
+    ),
+    "negative zero float coordinate": (
+        step_text('{"tool_name": "click", "element": "OK", "x": -0.0, "y": 1}'),
+        "schema mismatch",
+    ),
+    "bool coordinate": (
+        step_text('{"tool_name": "click", "element": "OK", "x": true, "y": 1}'),
+        "schema mismatch",
+    ),
+    "string coordinate": (
+        step_text('{"tool_name": "click", "element": "OK", "x": "5", "y": 1}'),
+        "schema mismatch",
+    ),
     "a list": ("[1, 2, 3]", "expected an object"),
     "a number": ("12", "expected an object"),
     "a string": ('"click"', "expected an object"),
@@ -124,8 +148,10 @@ BOMBS: dict[str, tuple[object, str]] = {
     "unknown tool": (step_text('{"tool_name": "teleport"}'), "schema mismatch"),
     "tool_call a list": (step_text("[1, 2]"), "schema mismatch"),
     "extra field": (json.dumps({**VALID, "score": 1.0}), "schema mismatch"),
-    "run_code without code actions": (step_text('{"tool_name": "run_code", "language": "bash", '
-                                                '"code": "id"}'), "schema mismatch"),
+    "run_code without code actions": (
+        step_text('{"tool_name": "run_code", "language": "bash", "code": "id"}'),
+        "schema mismatch",
+    ),
 }
 
 
@@ -155,8 +181,7 @@ def test_valid_unicode_passes() -> None:
 def test_a_bomb_is_malformed_in_code_step_parsing_too() -> None:
     for name in ("5001-digit coordinate", "200,000 arrays open", "lone surrogate escape", "NaN"):
         malformed(BOMBS[name][0], code_actions=True)
-    code = step_text('{"tool_name": "run_code", "language": "bash", "code": "' + "x" * 20001
-                     + '"}')
+    code = step_text('{"tool_name": "run_code", "language": "bash", "code": "' + "x" * 20001 + '"}')
     assert "schema mismatch" in malformed(code, code_actions=True)
 
 
@@ -165,24 +190,51 @@ def test_a_bomb_is_malformed_in_code_step_parsing_too() -> None:
 ANY_CHAR = st.characters(exclude_categories=())  # lone surrogates included
 HOSTILE_TEXT = st.text(ANY_CHAR, max_size=300)
 NUMBER_LITERALS = st.one_of(
-    st.integers().map(str), st.integers(min_value=10**100, max_value=10**4000).map(str),
+    st.integers().map(str),
+    st.integers(min_value=10**100, max_value=10**4000).map(str),
     st.floats(allow_nan=True, allow_infinity=True).map(json.dumps),
-    st.sampled_from(["1" * 5001, "-" + "9" * 4400, "1e999", "-1e999", "NaN", "Infinity",
-                     "1" + "0" * 5000 + ".0", "0.000001e-400", "1E+2147483648", "-0", "1.0"]),
+    st.sampled_from(
+        [
+            "1" * 5001,
+            "-" + "9" * 4400,
+            "1e999",
+            "-1e999",
+            "NaN",
+            "Infinity",
+            "1" + "0" * 5000 + ".0",
+            "0.000001e-400",
+            "1E+2147483648",
+            "-0",
+            "1.0",
+        ]
+    ),
 )
 """Numbers written as JSON text (or what a model may write for one)."""
 JSON_VALUES = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True, allow_infinity=True)
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=True, allow_infinity=True)
     | HOSTILE_TEXT,
     lambda inner: st.lists(inner, max_size=5) | st.dictionaries(HOSTILE_TEXT, inner, max_size=5),
     max_leaves=40,
 )
-FRAGMENTS = st.one_of(JSON_VALUES.map(json.dumps),
-                      JSON_VALUES.map(lambda v: json.dumps(v, ensure_ascii=False)),
-                      NUMBER_LITERALS)
+FRAGMENTS = st.one_of(
+    JSON_VALUES.map(json.dumps),
+    JSON_VALUES.map(lambda v: json.dumps(v, ensure_ascii=False)),
+    NUMBER_LITERALS,
+)
 """JSON text of any value: lone surrogates as escapes or as themselves, hostile numbers."""
-FIELDS = ["note", "thought", "tool_call", "tool_call.tool_name", "tool_call.element",
-          "tool_call.x", "tool_call.y", "extra"]
+FIELDS = [
+    "note",
+    "thought",
+    "tool_call",
+    "tool_call.tool_name",
+    "tool_call.element",
+    "tool_call.x",
+    "tool_call.y",
+    "extra",
+]
 
 
 @FUZZ
@@ -208,12 +260,13 @@ def test_a_step_with_one_hostile_field_is_a_step_or_malformed(field: str, fragme
 
 
 @FUZZ
-@given(st.integers(min_value=0, max_value=200), st.integers(min_value=0, max_value=200),
-       HOSTILE_TEXT)
+@given(
+    st.integers(min_value=0, max_value=200), st.integers(min_value=0, max_value=200), HOSTILE_TEXT
+)
 def test_a_step_cut_or_spliced_is_a_step_or_malformed(at: int, cut: int, insert: str) -> None:
     text = json.dumps(VALID)
     at = min(at, len(text))
-    assert_sound(outcome(text[:at] + insert + text[at + cut:]))
+    assert_sound(outcome(text[:at] + insert + text[at + cut :]))
 
 
 @FUZZ
@@ -229,8 +282,9 @@ def test_any_nesting_depth_is_a_step_or_malformed(depth: int, bracket: str) -> N
 @FUZZ
 @given(NUMBER_LITERALS)
 def test_any_number_as_a_coordinate_or_a_wait_is_a_step_or_malformed(literal: str) -> None:
-    assert_sound(outcome(step_text('{"tool_name": "click", "element": "OK", "x": ' + literal
-                                   + ', "y": 1}')))
+    assert_sound(
+        outcome(step_text('{"tool_name": "click", "element": "OK", "x": ' + literal + ', "y": 1}'))
+    )
     wait = outcome(step_text('{"tool_name": "wait", "seconds": ' + literal + "}"))
     assert_sound(wait)
     if isinstance(wait, Step):

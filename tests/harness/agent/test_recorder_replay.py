@@ -21,8 +21,8 @@ from computer_env import Click, Scroll
 from computer_env.procs import set_pdeathsig
 from holo_agent import HoloComputerAgent, Recorder, read_traj, render_replay
 from holo_agent.reference import ReferenceEndpoint
-from holo_agent.tools import AnswerTool, ClickTool, RunCodeTool, ScrollTool, WriteTool
 from holo_agent.replay import REFERENCE_LABEL
+from holo_agent.tools import AnswerTool, ClickTool, RunCodeTool, ScrollTool, WriteTool
 from tests.harness.helpers.memenv import MemoryEnv
 from tests.harness.helpers.polling import wait_for
 
@@ -37,9 +37,15 @@ def s(tool_name: str, thought: str = "next", note: str | None = None, **args: An
 
 
 SOLUTION = [
-    s("click", thought=EVIL_THOUGHT, note="</div><script>window.__pwned = 3</script>",
-      element="file", x=250, y=300),
-    s("write", content="<img src=y onerror=\"window.__pwned=4\">", press_enter=True),
+    s(
+        "click",
+        thought=EVIL_THOUGHT,
+        note="</div><script>window.__pwned = 3</script>",
+        element="file",
+        x=250,
+        y=300,
+    ),
+    s("write", content='<img src=y onerror="window.__pwned=4">', press_enter=True),
     s("drag", from_x=100, from_y=100, to_x=600, to_y=700),
     s("scroll", direction="down", amount=3, x=500, y=500),
     s("hotkey", keys=["ctrl", "s"]),
@@ -47,11 +53,13 @@ SOLUTION = [
 ]
 
 
-def run_episode(task_dir: Path, *, mime: str = "image/png", faults: str | None = None
-                ) -> tuple[ReferenceEndpoint, Any]:
+def run_episode(
+    task_dir: Path, *, mime: str = "image/png", faults: str | None = None
+) -> tuple[ReferenceEndpoint, Any]:
     with ReferenceEndpoint({TASK: SOLUTION}, faults=faults, require_api_key=KEY) as ep:
-        agent = HoloComputerAgent(ep.url, "reference-policy", api_key=KEY, backoff_base=0.01,
-                                  recorder=Recorder(task_dir))
+        agent = HoloComputerAgent(
+            ep.url, "reference-policy", api_key=KEY, backoff_base=0.01, recorder=Recorder(task_dir)
+        )
         traj = agent.run(MemoryEnv(TASK, 1024, 640, mime=mime), max_steps=10)
     return ep, traj
 
@@ -66,8 +74,19 @@ def test_recorder_writes_every_file(tmp_path: Path) -> None:
     ep, traj = run_episode(tmp_path, faults="schema=1")
     lines = [json.loads(x) for x in (tmp_path / "traj.jsonl").read_text().splitlines()]
     for line in lines:
-        for key in ("time", "latency_s", "prompt_tokens", "completion_tokens", "note", "thought",
-                    "tool_call", "pixel", "tool_output", "screenshot", "error"):
+        for key in (
+            "time",
+            "latency_s",
+            "prompt_tokens",
+            "completion_tokens",
+            "note",
+            "thought",
+            "tool_call",
+            "pixel",
+            "tool_output",
+            "screenshot",
+            "error",
+        ):
             assert key in line
         assert "reasoning" not in line  # kept apart, in reasoning.jsonl
     rows = read_traj(tmp_path)
@@ -81,8 +100,11 @@ def test_recorder_writes_every_file(tmp_path: Path) -> None:
     assert rows[-1].call == AnswerTool(tool_name="answer", content="renamed")
     assert rows[-1].input_event is None and all(r.reasoning for r in rows)
     # the saved screenshots are the exact bytes sent
-    sent = [p["image_url"]["url"] for p in ep.requests_seen[-1]["messages"][-1]["content"]
-            if p.get("type") == "image_url"]
+    sent = [
+        p["image_url"]["url"]
+        for p in ep.requests_seen[-1]["messages"][-1]["content"]
+        if p.get("type") == "image_url"
+    ]
     last_shot = tmp_path / rows[-1].screenshot
     assert base64.b64decode(sent[0].split(",", 1)[1]) == last_shot.read_bytes()
     prompt = (tmp_path / "system_prompt.txt").read_text()
@@ -100,16 +122,34 @@ def test_read_traj_reads_older_and_odd_lines(tmp_path: Path) -> None:
     """Lines of older runs (fields missing), a tool this version does not know, a line that is
     no step record, and a killed run's half line: what can be read is read, typed where it can."""
     lines = [
-        {"index": 0, "step": 0, "thought": "t", "latency_s": 0.1,  # no time (older runs)
-         "tool_call": {"tool_name": "scroll", "direction": "down", "amount": 2},
-         "event": {"kind": "scroll", "direction": "down", "amount": 2},
-         "code": None},
+        {
+            "index": 0,
+            "step": 0,
+            "thought": "t",
+            "latency_s": 0.1,  # no time (older runs)
+            "tool_call": {"tool_name": "scroll", "direction": "down", "amount": 2},
+            "event": {"kind": "scroll", "direction": "down", "amount": 2},
+            "code": None,
+        },
         {"thought": "u", "tool_call": {"tool_name": "teleport", "to": "mars"}},  # unknown tool
         {"index": "not a number"},
-        {"index": 3, "step": 1, "time": 1.0, "latency_s": 0.2,
-         "tool_call": {"tool_name": "run_code", "language": "bash", "code": "ls"},
-         "code": {"language": "bash", "code": "ls", "output": "a", "exit_code": 0,
-                  "timed_out": False, "duration_s": 0.5, "truncated": False, "output_chars": 1}},
+        {
+            "index": 3,
+            "step": 1,
+            "time": 1.0,
+            "latency_s": 0.2,
+            "tool_call": {"tool_name": "run_code", "language": "bash", "code": "ls"},
+            "code": {
+                "language": "bash",
+                "code": "ls",
+                "output": "a",
+                "exit_code": 0,
+                "timed_out": False,
+                "duration_s": 0.5,
+                "truncated": False,
+                "output_chars": 1,
+            },
+        },
     ]
     text = "".join(json.dumps(x) + "\n" for x in lines) + '{"index": 4, "thou'
     (tmp_path / "traj.jsonl").write_text(text)
@@ -148,8 +188,12 @@ def test_files_parse_after_a_killed_run(tmp_path: Path) -> None:
     steps = [s("wait", thought=f"waiting {i}", seconds=0) for i in range(200)]
     with ReferenceEndpoint({TASK: steps}, faults="delay=0.1", require_api_key=KEY) as ep:
         code = CHILD.format(root=str(ROOT), url=ep.url, key=KEY, task_dir=str(tmp_path), task=TASK)
-        proc = subprocess.Popen([sys.executable, "-c", code], start_new_session=True,
-                                preexec_fn=set_pdeathsig, stderr=subprocess.PIPE)
+        proc = subprocess.Popen(
+            [sys.executable, "-c", code],
+            start_new_session=True,
+            preexec_fn=set_pdeathsig,
+            stderr=subprocess.PIPE,
+        )
         try:
 
             def four_steps() -> bool:
@@ -177,9 +221,15 @@ def test_files_parse_after_a_killed_run(tmp_path: Path) -> None:
 
 
 def _write_result(task_dir: Path, **extra: Any) -> None:
-    result = {"instruction": TASK, "outcome": "failed", "score": 0.0,
-              "evaluator": {"metric": "compare_text", "expected": "<i>x</i>", "got": "y"},
-              "infra_reason": None, "reference_policy": True, **extra}
+    result = {
+        "instruction": TASK,
+        "outcome": "failed",
+        "score": 0.0,
+        "evaluator": {"metric": "compare_text", "expected": "<i>x</i>", "got": "y"},
+        "infra_reason": None,
+        "reference_policy": True,
+        **extra,
+    }
     (task_dir / "result.json").write_text(json.dumps(result))
 
 
@@ -207,8 +257,12 @@ def test_replay_tolerates_missing_result_and_self_contained(tmp_path: Path) -> N
 
 def test_replay_cli(tmp_path: Path) -> None:
     run_episode(tmp_path)
-    out = subprocess.run([sys.executable, "-m", "holo_agent.replay", str(tmp_path),
-                          "--self-contained"], capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-m", "holo_agent.replay", str(tmp_path), "--self-contained"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode == 0, out.stderr
     assert Path(out.stdout.strip()) == tmp_path / "replay.html"
     assert "data:image/png;base64," in (tmp_path / "replay.html").read_text()
@@ -224,9 +278,17 @@ def test_replay_in_headless_chromium(tmp_path: Path) -> None:
     _write_result(tmp_path)
     page_path = render_replay(tmp_path)
     with sync_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=[
-            "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-            "--disable-component-update", "--disable-sync"])
+        browser = pw.chromium.launch(
+            executable_path=str(CHROMIUM),
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+            ],
+        )
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 900})
             errors: list[str] = []
@@ -237,8 +299,10 @@ def test_replay_in_headless_chromium(tmp_path: Path) -> None:
             assert page.locator("main .step").count() == 7
             assert page.locator(".filmstrip .thumb").count() == 7
             assert page.locator(".refpolicy").inner_text() == REFERENCE_LABEL
-            loaded = ("sel => Array.from(document.querySelectorAll(sel))"
-                      ".every(i => i.complete && i.naturalWidth > 0)")
+            loaded = (
+                "sel => Array.from(document.querySelectorAll(sel))"
+                ".every(i => i.complete && i.naturalWidth > 0)"
+            )
             page.wait_for_function(loaded, arg=".thumb img, #step-0 img", timeout=10_000)
             assert page.locator(".shot svg circle").count() >= 2  # click and scroll markers
             assert page.locator(".shot svg line[marker-end]").count() >= 2  # drag and scroll
@@ -280,8 +344,15 @@ def test_endpoint_failure_mid_run_is_recorded(tmp_path: Path) -> None:
             if rec.index == 1:
                 ep.set_faults("status=500:10")
 
-        agent = HoloComputerAgent(ep.url, "reference-policy", api_key=KEY, max_retries=1,
-                                  backoff_base=0.01, recorder=Recorder(tmp_path), on_step=on_step)
+        agent = HoloComputerAgent(
+            ep.url,
+            "reference-policy",
+            api_key=KEY,
+            max_retries=1,
+            backoff_base=0.01,
+            recorder=Recorder(tmp_path),
+            on_step=on_step,
+        )
         with pytest.raises(ModelEndpointError) as info:
             agent.run(MemoryEnv(TASK, 1024, 640), max_steps=10)
     assert seen == [0, 1]  # the caller saw both turns before the failure (on_step)

@@ -12,8 +12,9 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import httpx
 import pytest
@@ -24,13 +25,19 @@ from holo_agent.judge import build_judge_messages
 from holo_agent.reference import ReferenceEndpoint
 from holo_agent.reference.judge import JUDGE_MODEL, judge_completion
 from holo_agent.reference.usage import image_tokens
-from tests.harness.helpers.reference_requests import PNG, TASK, good_body
+from tests.harness.helpers.reference_requests import TASK, good_body
 
 SOLUTION = [
-    {"note": None, "thought": "open", "tool_call": {"tool_name": "click", "element": "file",
-                                                    "x": 10, "y": 20}},
-    {"note": "first line is abc", "thought": "done", "tool_call": {"tool_name": "answer",
-                                                                   "content": "abc"}},
+    {
+        "note": None,
+        "thought": "open",
+        "tool_call": {"tool_name": "click", "element": "file", "x": 10, "y": 20},
+    },
+    {
+        "note": "first line is abc",
+        "thought": "done",
+        "tool_call": {"tool_name": "answer", "content": "abc"},
+    },
 ]
 
 
@@ -86,8 +93,9 @@ def test_image_tokens_follow_the_vision_encoders_patches() -> None:
     assert image_tokens(10_000, 10_000) <= 16384 + 2  # at most MAX_PIXELS
 
 
-def test_usage_counts_a_screenshot_by_its_patches_not_its_base64(endpoint: ReferenceEndpoint
-                                                                  ) -> None:
+def test_usage_counts_a_screenshot_by_its_patches_not_its_base64(
+    endpoint: ReferenceEndpoint,
+) -> None:
     """One 1920x1080 PNG costs its 2042 patch tokens, not its base64 text (here ~700k "tokens"
     at four characters each)."""
     big = with_image(good_body(1), noisy_png(1920, 1080))
@@ -104,8 +112,9 @@ def test_usage_counts_a_screenshot_by_its_patches_not_its_base64(endpoint: Refer
 
 
 def test_judge_usage_counts_screenshots_by_patches() -> None:
-    messages = build_judge_messages(TASK, [SOLUTION[0]], "answered",
-                                    [(noisy_png(1920, 1080), "image/png")])
+    messages = build_judge_messages(
+        TASK, [SOLUTION[0]], "answered", [(noisy_png(1920, 1080), "image/png")]
+    )
     solutions = {TASK: SOLUTION}
     usage = judge_completion({"model": JUDGE_MODEL, "messages": messages}, solutions, 1)["usage"]
     assert 2042 < usage["prompt_tokens"] < 2042 + 1000
@@ -117,8 +126,11 @@ def test_policy_is_asked_first() -> None:
     def policy(instruction: str, index: int, request: dict) -> dict | None:
         seen.append((instruction, index))
         if index == 0:
-            return {"note": None, "thought": "game move",
-                    "tool_call": {"tool_name": "press_key", "key": "up"}}
+            return {
+                "note": None,
+                "thought": "game move",
+                "tool_call": {"tool_name": "press_key", "key": "up"},
+            }
         return None
 
     with ReferenceEndpoint({TASK: SOLUTION}, policy=policy) as ep:
@@ -135,6 +147,7 @@ def _set(path: list[Any], value: Any) -> Callable[[dict], None]:
         for key in path[:-1]:
             node = node[key]
         node[path[-1]] = value
+
     return mutate
 
 
@@ -208,8 +221,9 @@ BAD: dict[str, tuple[Callable[[dict], None], str, int]] = {
 
 
 @pytest.mark.parametrize("case", sorted(BAD))
-def test_conformance_checker_rejects_each_broken_rule(endpoint: ReferenceEndpoint,
-                                                      case: str) -> None:
+def test_conformance_checker_rejects_each_broken_rule(
+    endpoint: ReferenceEndpoint, case: str
+) -> None:
     mutate, rule, n_obs = BAD[case]
     body = good_body(n_obs)
     assert post(endpoint.url, copy.deepcopy(body)).status_code == 200
@@ -260,9 +274,21 @@ def test_cli_serves_solutions_file(tmp_path: Path) -> None:
     sol = tmp_path / "solutions.json"
     sol.write_text(json.dumps({TASK: SOLUTION}))
     proc = subprocess.Popen(
-        [sys.executable, "-m", "holo_agent.reference", "--port", "0", "--solutions", str(sol),
-         "--faults", "status=502:1"],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, start_new_session=True,
+        [
+            sys.executable,
+            "-m",
+            "holo_agent.reference",
+            "--port",
+            "0",
+            "--solutions",
+            str(sol),
+            "--faults",
+            "status=502:1",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        start_new_session=True,
     )
     try:
         url = proc.stdout.readline().strip()  # the CLI prints the URL once it is listening

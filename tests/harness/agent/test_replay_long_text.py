@@ -12,12 +12,22 @@ from holo_agent.replay.page import MAX_TEXT_CHARS
 
 def _write_traj(task_dir: Path, thought: str, steps: int = 3, typed: str | None = None) -> None:
     typed = thought if typed is None else typed
-    rows = [{"index": i, "step": i + 1, "note": None, "thought": thought,
-             "tool_call": {"tool_name": "write", "content": typed, "press_enter": False},
-             "raw_output": thought, "latency_s": 0.1} for i in range(steps)]
+    rows = [
+        {
+            "index": i,
+            "step": i + 1,
+            "note": None,
+            "thought": thought,
+            "tool_call": {"tool_name": "write", "content": typed, "press_enter": False},
+            "raw_output": thought,
+            "latency_s": 0.1,
+        }
+        for i in range(steps)
+    ]
     (task_dir / "traj.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     (task_dir / "reasoning.jsonl").write_text(
-        json.dumps({"index": 0, "step": 1, "reasoning": thought}) + "\n")
+        json.dumps({"index": 0, "step": 1, "reasoning": thought}) + "\n"
+    )
 
 
 def test_a_megabyte_thought_is_cut_on_the_page_and_kept_in_traj(tmp_path: Path) -> None:

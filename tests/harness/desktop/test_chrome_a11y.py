@@ -18,8 +18,10 @@ import pytest
 from tests.harness.helpers.localdesk import guest_sh, local_desktop
 from tests.harness.helpers.polling import wait_for
 
-needs_desktop = pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("bwrap"),
-                                   reason="the local sandbox needs root and bubblewrap")
+needs_desktop = pytest.mark.skipif(
+    os.geteuid() != 0 or not shutil.which("bwrap"),
+    reason="the local sandbox needs root and bubblewrap",
+)
 
 PAGE = "/home/user/pages/hello.html"
 PLAIN_PAGE = "/home/user/pages/plain.html"
@@ -41,24 +43,62 @@ def env() -> Iterator[Any]:
         handle = provider.handle
         parts = urlsplit(handle.osworld_url)
         host, port = parts.hostname, parts.port
-        guest_sh(handle, "mkdir -p ~/pages && "
-                 "echo '<html><head><title>Hello page</title></head><body>hi</body></html>' "
-                 f"> {PAGE} && echo '<title>Plain</title>' > {PLAIN_PAGE}")
+        guest_sh(
+            handle,
+            "mkdir -p ~/pages && "
+            "echo '<html><head><title>Hello page</title></head><body>hi</body></html>' "
+            f"> {PAGE} && echo '<title>Plain</title>' > {PLAIN_PAGE}",
+        )
         setup = upstream_setup_module().SetupController(
-            vm_ip=host, server_port=port, chromium_port=handle.osworld_ports["cdp"],
-            vlc_port=handle.osworld_ports["vlc"], cache_dir="/nonexistent",
-            client_password="password", screen_width=1280, screen_height=720)
-        assert setup.setup([
-            {"type": "launch", "parameters": {"command": [
-                "google-chrome", "--remote-debugging-port=1337", f"file://{PAGE}"]}},
-            {"type": "launch", "parameters": {"command": [
-                "socat", "tcp-listen:9222,fork", "tcp:localhost:1337"]}},
-            {"type": "launch", "parameters": {"command": [
-                "chromium", "--user-data-dir=/tmp/plain-chromium", f"file://{PLAIN_PAGE}"]}},
-        ]) is True
+            vm_ip=host,
+            server_port=port,
+            chromium_port=handle.osworld_ports["cdp"],
+            vlc_port=handle.osworld_ports["vlc"],
+            cache_dir="/nonexistent",
+            client_password="password",
+            screen_width=1280,
+            screen_height=720,
+        )
+        assert (
+            setup.setup(
+                [
+                    {
+                        "type": "launch",
+                        "parameters": {
+                            "command": [
+                                "google-chrome",
+                                "--remote-debugging-port=1337",
+                                f"file://{PAGE}",
+                            ]
+                        },
+                    },
+                    {
+                        "type": "launch",
+                        "parameters": {
+                            "command": ["socat", "tcp-listen:9222,fork", "tcp:localhost:1337"]
+                        },
+                    },
+                    {
+                        "type": "launch",
+                        "parameters": {
+                            "command": [
+                                "chromium",
+                                "--user-data-dir=/tmp/plain-chromium",
+                                f"file://{PLAIN_PAGE}",
+                            ]
+                        },
+                    },
+                ]
+            )
+            is True
+        )
         controller = upstream_python_controller()(vm_ip=host, server_port=port)
-        yield SimpleNamespace(controller=controller, vm_ip=host, handle=handle,
-                              chromium_port=handle.osworld_ports["cdp"])
+        yield SimpleNamespace(
+            controller=controller,
+            vm_ip=host,
+            handle=handle,
+            chromium_port=handle.osworld_ports["cdp"],
+        )
 
 
 def _both_browsers_shown(env: Any) -> str | None:
@@ -70,9 +110,12 @@ def _both_browsers_shown(env: Any) -> str | None:
 @pytest.mark.desktop
 @needs_desktop
 def test_google_chrome_is_named_google_chrome_and_chromium_keeps_its_name(env: Any) -> None:
-    tree = wait_for(lambda: _both_browsers_shown(env),
-                    "both browsers' address bars in the accessibility tree", timeout=180,
-                    interval=2)
+    tree = wait_for(
+        lambda: _both_browsers_shown(env),
+        "both browsers' address bars in the accessibility tree",
+        timeout=180,
+        interval=2,
+    )
     names = _APP.findall(tree)
     assert names.count("Google Chrome") == 1 and names.count("Chromium") == 1, names
     chrome_part = tree.split('<application name="Google Chrome"', 1)[1].split("<application ", 1)[0]
@@ -84,35 +127,54 @@ def test_google_chrome_is_named_google_chrome_and_chromium_keeps_its_name(env: A
 def test_osworld_getters_read_the_active_tab_of_google_chrome(env: Any) -> None:
     from computer_env.osworld.upstream.loader import upstream_getters
 
-    wait_for(lambda: _both_browsers_shown(env),
-             "both browsers' address bars in the accessibility tree", timeout=180, interval=2)
+    wait_for(
+        lambda: _both_browsers_shown(env),
+        "both browsers' address bars in the accessibility tree",
+        timeout=180,
+        interval=2,
+    )
     getters = upstream_getters()
-    assert getters.get_active_url_from_accessTree(env, {"goto_prefix": "file://"}) == \
-        f"file://{PAGE}"
-    wait_for(lambda: '"Browser"' in guest_sh(
-        env.handle, "curl -s -m 2 http://127.0.0.1:9222/json/version")["output"],
-        "Chrome's debugging port through socat on 9222", timeout=60, interval=1)
+    assert (
+        getters.get_active_url_from_accessTree(env, {"goto_prefix": "file://"}) == f"file://{PAGE}"
+    )
+    wait_for(
+        lambda: (
+            '"Browser"'
+            in guest_sh(env.handle, "curl -s -m 2 http://127.0.0.1:9222/json/version")["output"]
+        ),
+        "Chrome's debugging port through socat on 9222",
+        timeout=60,
+        interval=1,
+    )
     info = getters.get_active_tab_info(env, {"goto_prefix": "file://"})
     assert info is not None, "get_active_tab_info found no page over Chrome's debugging port"
     assert info["url"] == f"file://{PAGE}" and info["title"] == "Hello page", info
 
 
 def test_embedded_desktop_skips_these_getters_only_where_osworld_wants_chromium(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """OSWorld's getter looks for "Chromium" when the evaluating machine's ``platform.machine()``
     contains "arm"; the embedded desktop names its google-chrome "Google Chrome", so there the
     task is skipped (on this machine too, with ``platform.machine`` answering as on such a one)."""
+    from computer_env.osworld.catalog.tasks import parse_task
     from computer_env.osworld.errors import EvaluatorUnsupported
     from computer_env.osworld.scoring.in_process import (
         ensure_supported_in_process as ensure_supported,
     )
-    from computer_env.osworld.catalog.tasks import parse_task
 
-    task = parse_task({"id": "t1", "instruction": "test", "evaluator": {
-        "func": "is_expected_active_tab", "result": {"type": "active_url_from_accessTree",
-                                                     "goto_prefix": "https://www."},
-        "expected": {"type": "rule", "rules": {"type": "url", "url": "https://www.x.org/"}}}},
-        domain="chrome")
+    task = parse_task(
+        {
+            "id": "t1",
+            "instruction": "test",
+            "evaluator": {
+                "func": "is_expected_active_tab",
+                "result": {"type": "active_url_from_accessTree", "goto_prefix": "https://www."},
+                "expected": {"type": "rule", "rules": {"type": "url", "url": "https://www.x.org/"}},
+            },
+        },
+        domain="chrome",
+    )
     embedded = SimpleNamespace(embedded=True)
     monkeypatch.setattr("platform.machine", lambda: "x86_64")
     ensure_supported(task, embedded)  # type: ignore[arg-type]

@@ -29,8 +29,10 @@ def _page_urls(cdp: str) -> list[str]:
 
 
 @pytest.mark.desktop
-@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("bwrap"),
-                    reason="the local sandbox needs root and bubblewrap")
+@pytest.mark.skipif(
+    os.geteuid() != 0 or not shutil.which("bwrap"),
+    reason="the local sandbox needs root and bubblewrap",
+)
 def test_omnibox_query_goes_to_google() -> None:
     with local_desktop(width=1024, height=768) as provider:
         handle = provider.handle
@@ -38,16 +40,30 @@ def test_omnibox_query_goes_to_google() -> None:
         client.launch(["google-chrome", "--remote-debugging-port=1337", "about:blank"])
         client.launch(["socat", "tcp-listen:9222,fork", "tcp:localhost:1337"])
         cdp = f"http://{urlsplit(handle.osworld_url).hostname}:{handle.osworld_ports['cdp']}"
-        wait_for(lambda: "about:blank" in _page_urls(cdp), "Chrome's DevTools", timeout=120,
-                 interval=0.5)
-        wait_for(lambda: "Google Chrome" in (client.execute(["wmctrl", "-l"]).output or ""),
-                 "Chrome's window", timeout=60, interval=0.5)
-        typed = client.execute(["sh", "-c",
-                                "wmctrl -a 'Google Chrome' && sleep 0.5 && "
-                                "xdotool key --clearmodifiers ctrl+l && sleep 0.3 && "
-                                f"xdotool type --delay 20 '{QUERY}' && xdotool key Return"],
-                               timeout=60)
+        wait_for(
+            lambda: "about:blank" in _page_urls(cdp), "Chrome's DevTools", timeout=120, interval=0.5
+        )
+        wait_for(
+            lambda: "Google Chrome" in (client.execute(["wmctrl", "-l"]).output or ""),
+            "Chrome's window",
+            timeout=60,
+            interval=0.5,
+        )
+        typed = client.execute(
+            [
+                "sh",
+                "-c",
+                "wmctrl -a 'Google Chrome' && sleep 0.5 && "
+                "xdotool key --clearmodifiers ctrl+l && sleep 0.3 && "
+                f"xdotool type --delay 20 '{QUERY}' && xdotool key Return",
+            ],
+            timeout=60,
+        )
         assert typed.returncode == 0, typed.error
-        urls = wait_for(lambda: [u for u in _page_urls(cdp) if u and u != "about:blank"] or None,
-                        "the omnibox query to navigate", timeout=30, interval=0.5)
+        urls = wait_for(
+            lambda: [u for u in _page_urls(cdp) if u and u != "about:blank"] or None,
+            "the omnibox query to navigate",
+            timeout=30,
+            interval=0.5,
+        )
         assert urls[0].startswith("https://www.google.com/search?q=holo+bench+query"), urls

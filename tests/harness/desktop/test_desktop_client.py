@@ -56,7 +56,12 @@ def test_discovery_and_screen(client: DesktopClient) -> None:
 def test_commands(client: DesktopClient, server: GuestServer) -> None:
     result = client.execute(["sh", "-c", "echo out; echo err >&2; exit 5"])
     assert isinstance(result, ExecResult)
-    assert (result.output, result.error, result.returncode, result.ok) == ("out\n", "err\n", 5, False)
+    assert (result.output, result.error, result.returncode, result.ok) == (
+        "out\n",
+        "err\n",
+        5,
+        False,
+    )
     assert client.execute("echo $HOME", shell=True).output.strip() == str(server.home)
     assert client.execute("echo a b").output == "a b\n"
     fast = client.run_pyautogui("pyautogui.moveTo(200, 150); print(pyautogui.position())")
@@ -75,21 +80,30 @@ def test_files(client: DesktopClient, server: GuestServer) -> None:
     assert client.read_file("~/Desktop/notes/n.txt") == "héllo".encode()
     assert client.read_file("~/Desktop/absent.txt") is None
     tree = client.list_directory(str(server.home / "Desktop"))
-    assert {"type": "directory", "name": "notes", "children": [{"type": "file", "name": "n.txt"}]} in tree["children"]
+    assert {
+        "type": "directory",
+        "name": "notes",
+        "children": [{"type": "file", "name": "n.txt"}],
+    } in tree["children"]
     assert client.desktop_path() == str(server.home / "Desktop")
     with pytest.raises(DesktopRequestError) as info:
         client.list_directory("/no/such/dir")
     assert info.value.status == 400
 
 
-def test_windows_typing_and_terminal(client: DesktopClient, server: GuestServer, desk: XDesktop) -> None:
+def test_windows_typing_and_terminal(
+    client: DesktopClient, server: GuestServer, desk: XDesktop
+) -> None:
     client.launch("xterm -T client-term")
     wait_for_window(desk.env, "client-term", 15)
     client.activate_window("client-term")
     target = server.home / "typed.txt"
     client.type_text(f"echo 'ä €' > {target}\n")
-    wait_for(lambda: target.exists() and target.read_text(encoding="utf-8") == "ä €\n",
-             "xterm to run the typed command", 10)
+    wait_for(
+        lambda: target.exists() and target.read_text(encoding="utf-8") == "ä €\n",
+        "xterm to run the typed command",
+        10,
+    )
     assert client.terminal_output() is None  # xterm has no AT-SPI; no bus here either
     client.close_window("client-term", strict=True)
     with pytest.raises(DesktopRequestError):
@@ -140,8 +154,10 @@ def test_wrong_token_is_a_403_request_error(server: GuestServer) -> None:
 
 
 def test_falls_back_to_osworld_api_without_capabilities(desk: XDesktop, tmp_path: Path) -> None:
-    with GuestServer(desk.env, tmp_path / "home", extra_args=["--osworld-only"]) as s, \
-            DesktopClient(s.url, s.token) as c:
+    with (
+        GuestServer(desk.env, tmp_path / "home", extra_args=["--osworld-only"]) as s,
+        DesktopClient(s.url, s.token) as c,
+    ):
         assert c.capabilities() is None  # /capabilities is a 404 there
         result = c.run_pyautogui("pyautogui.moveTo(300, 200); print(pyautogui.position())")
         assert result.ok and "300" in result.output  # ran via /execute + python -c
@@ -155,7 +171,10 @@ def test_falls_back_to_osworld_api_without_capabilities(desk: XDesktop, tmp_path
         target = s.home / "fallback.txt"
         c.type_text(f"echo € > {target}")  # xdotool through /execute
         c.run_pyautogui("pyautogui.press('enter')")
-        typed = wait_for(lambda: target.exists() and target.read_text(encoding="utf-8"),
-                         "the fallback typing to reach xterm", 20)
+        typed = wait_for(
+            lambda: target.exists() and target.read_text(encoding="utf-8"),
+            "the fallback typing to reach xterm",
+            20,
+        )
         assert typed == "€\n", f"xterm received {typed!r}"
         c.close_window("fallback-term")

@@ -15,20 +15,23 @@ import pytest
 from computer_env.desktop.providers.docker.provider import DockerProvider
 from computer_env.desktop.providers.limits import DesktopLimits, default_cpus, host_cpus
 from computer_env.desktop.providers.local.provider import LocalSandboxProvider
-from computer_env.desktop.providers.registry import ProviderOptions, make_provider
 from computer_env.desktop.providers.local.session import SandboxSession
+from computer_env.desktop.providers.registry import ProviderOptions, make_provider
 from tests.harness.helpers.localdesk import guest_sh
 from tests.harness.helpers.parsed_settings import settings_of
 from tests.harness.helpers.polling import wait_for
 
-needs_sandbox = pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("bwrap"),
-                                   reason="the local sandbox needs root and bubblewrap")
+needs_sandbox = pytest.mark.skipif(
+    os.geteuid() != 0 or not shutil.which("bwrap"),
+    reason="the local sandbox needs root and bubblewrap",
+)
 
 
 def _cpu_dir(provider: LocalSandboxProvider) -> Path:
     session = provider._res.session
-    assert isinstance(session, SandboxSession) and session.cgroup is not None, \
+    assert isinstance(session, SandboxSession) and session.cgroup is not None, (
         "the desktop has no cgroup"
+    )
     assert session.cgroup.cpu_dir is not None, f"no CPU cgroup among {session.cgroup.dirs}"
     return session.cgroup.cpu_dir
 
@@ -70,11 +73,13 @@ def _usage(provider: LocalSandboxProvider, seconds: float) -> float:
 
 def _names(by_pid: dict[int, float]) -> str:
     """``name(pid)=CPUs`` for the busiest processes, for a failure message."""
+
     def name(pid: int) -> str:
         try:
             return psutil.Process(pid).name()
         except psutil.Error:
             return "?"
+
     top = sorted(by_pid.items(), key=lambda kv: -kv[1])[:8]
     return ", ".join(f"{name(p)}({p})={u:.3f}" for p, u in top)
 
@@ -115,17 +120,23 @@ def test_busy_loops_get_at_most_the_limit() -> None:
         handle = provider.start()
         cpu_dir = _cpu_dir(provider)
         assert _quota(cpu_dir) == pytest.approx(0.25)
-        guest_sh(handle, "for i in 1 2 3 4; do nohup bash -c 'while :; do :; done' "
-                         ">/dev/null 2>&1 & done")
-        wait_for(lambda: _cpu_seconds(provider.pids()) and _usage(provider, 0.5) > 0.02,
-                 "the busy loops to run", timeout=30)
+        guest_sh(
+            handle,
+            "for i in 1 2 3 4; do nohup bash -c 'while :; do :; done' >/dev/null 2>&1 & done",
+        )
+        wait_for(
+            lambda: _cpu_seconds(provider.pids()) and _usage(provider, 0.5) > 0.02,
+            "the busy loops to run",
+            timeout=30,
+        )
         by_pid = _usage_by_pid(provider, 5.0)
         used = sum(by_pid.values())
         stat = (cpu_dir / "cpu.stat").read_text()
         # CFS enforces the quota per 100 ms period; allow for accounting slack
         assert used <= 0.25 * 1.3 + 0.03, (
             f"the desktop used {used:.2f} CPUs (limit 0.25): {_names(by_pid)}; "
-            f"{cpu_dir}/cpu.stat: {stat.split()}")
+            f"{cpu_dir}/cpu.stat: {stat.split()}"
+        )
         assert "nr_throttled" in stat
         # a throttled desktop still answers
         assert provider.is_alive(), f"the throttled desktop did not answer; {stat.split()}"

@@ -20,8 +20,10 @@ from tests.harness.helpers.polling import wait_for
 
 pytestmark = [
     pytest.mark.desktop,
-    pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("bwrap"),
-                       reason="the local sandbox needs root and bubblewrap"),
+    pytest.mark.skipif(
+        os.geteuid() != 0 or not shutil.which("bwrap"),
+        reason="the local sandbox needs root and bubblewrap",
+    ),
 ]
 
 PREFS = "~/.config/google-chrome/Default/Preferences"
@@ -52,16 +54,26 @@ def test_default_video_player_is_not_vlc(handle: DesktopHandle) -> None:
 def test_fresh_chrome_profile_has_no_default_content_settings(handle: DesktopHandle) -> None:
     out = guest_sh(handle, "google-chrome --remote-debugging-port=1337 >/dev/null 2>&1 &")
     assert out["returncode"] == 0, out
-    wait_for(lambda: guest_sh(handle, "curl -s -m 2 http://127.0.0.1:1337/json/version")[
-        "output"], "Chrome's debugging port", timeout=90)
+    wait_for(
+        lambda: guest_sh(handle, "curl -s -m 2 http://127.0.0.1:1337/json/version")["output"],
+        "Chrome's debugging port",
+        timeout=90,
+    )
     # Chrome writes its Preferences on exit too: once it has written its profile, stop it as
     # OSWorld's postconfig does (pkill chrome), then read what a restart would find
-    wait_for(lambda: '"profile"' in guest_sh(handle, f"cat {PREFS} 2>/dev/null")["output"],
-             "Chrome to write its profile's Preferences", timeout=60)
+    wait_for(
+        lambda: '"profile"' in guest_sh(handle, f"cat {PREFS} 2>/dev/null")["output"],
+        "Chrome to write its profile's Preferences",
+        timeout=60,
+    )
     guest_sh(handle, "pkill chrome")
-    wait_for(lambda: guest_sh(handle, "pgrep -x chrome")["returncode"] == 1,
-             "Chrome to exit after pkill chrome", timeout=60)
+    wait_for(
+        lambda: guest_sh(handle, "pgrep -x chrome")["returncode"] == 1,
+        "Chrome to exit after pkill chrome",
+        timeout=60,
+    )
     text = guest_sh(handle, f"cat {PREFS}")["output"]
     profile = json.loads(text)["profile"]
     assert "default_content_setting_values" not in profile, profile.get(
-        "default_content_setting_values")
+        "default_content_setting_values"
+    )

@@ -15,7 +15,6 @@ import signal
 import subprocess
 import sys
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -29,8 +28,10 @@ from tests.harness.helpers.suite import ROOT, as_foreground
 
 pytestmark = [
     pytest.mark.desktop,
-    pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("bwrap"),
-                       reason="the local sandbox needs root and bubblewrap"),
+    pytest.mark.skipif(
+        os.geteuid() != 0 or not shutil.which("bwrap"),
+        reason="the local sandbox needs root and bubblewrap",
+    ),
 ]
 
 OWNER = """
@@ -49,9 +50,13 @@ class Owner:
     ends it."""
 
     def __init__(self, env: dict[str, str]) -> None:
-        self.proc = subprocess.Popen(as_foreground([sys.executable, "-c", OWNER]),
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                     env={**os.environ, **env})
+        self.proc = subprocess.Popen(
+            as_foreground([sys.executable, "-c", OWNER]),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, **env},
+        )
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline()  # ends with READY, or EOF when the owner failed
         if line.strip() != "READY":
@@ -70,8 +75,7 @@ class Owner:
 
     def left(self) -> list[str]:
         gone = set(os.listdir("/run/netns"))
-        return [str(d) for d in self.cgroups if d.exists()] + \
-            [n for n in self.netns if n in gone]
+        return [str(d) for d in self.cgroups if d.exists()] + [n for n in self.netns if n in gone]
 
 
 @pytest.fixture()
@@ -84,7 +88,8 @@ def owners() -> Iterator[list[Owner]]:
 
 
 def test_killed_owner_is_swept_at_next_start_and_live_owner_kept(
-        owners: list[Owner], monkeypatch: pytest.MonkeyPatch) -> None:
+    owners: list[Owner], monkeypatch: pytest.MonkeyPatch
+) -> None:
     run, env = own_run()
     dead, alive = Owner(env), Owner(env)
     owners += [dead, alive]
@@ -103,7 +108,8 @@ def test_killed_owner_is_swept_at_next_start_and_live_owner_kept(
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGHUP], ids=["SIGINT", "SIGHUP"])
 def test_signal_leaves_nothing_after_the_runs_sweep(
-        owners: list[Owner], sig: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    owners: list[Owner], sig: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """SIGINT: the owner's own cleanup; SIGHUP (default action, nothing runs): the sweep the
     run's controller does at its end (``sweep_network_leftovers``), which finds them (no other
     run removes them first: their run lives)."""
@@ -141,19 +147,32 @@ def test_another_live_runs_leftovers_wait_for_that_run_or_its_end(owners: list[O
         with local_desktop(width=640, height=480):  # a desktop of another run starts
             assert owner.left() == left
         assert owner.slot not in sweep_leftovers().slots  # another run's end sweep
-        explicit = subprocess.run([sys.executable, "-m", "computer_env.desktop", "sweep"],
-                                  capture_output=True, text=True, timeout=120, cwd=ROOT)
+        explicit = subprocess.run(
+            [sys.executable, "-m", "computer_env.desktop", "sweep"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=ROOT,
+        )
         assert explicit.returncode == 0, explicit.stderr
         assert owner.left() == left, explicit.stdout  # the run lives: not stale
         keeper.kill()
         keeper.wait(timeout=30)
         assert run.alive() is False
-        explicit = subprocess.run([sys.executable, "-m", "computer_env.desktop", "sweep"],
-                                  capture_output=True, text=True, timeout=120, cwd=ROOT)
+        explicit = subprocess.run(
+            [sys.executable, "-m", "computer_env.desktop", "sweep"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=ROOT,
+        )
         assert explicit.returncode == 0, explicit.stderr
         assert owner.left() == [], explicit.stdout  # (or another run's sweep got it first)
         assert set(json.loads(explicit.stdout.strip().splitlines()[-1])) == {
-            "slots", "cgroups", "runs"}
+            "slots",
+            "cgroups",
+            "runs",
+        }
     finally:
         keeper.kill()
         keeper.wait(timeout=30)

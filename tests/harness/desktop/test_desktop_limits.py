@@ -15,19 +15,21 @@ import httpx
 import pytest
 
 from computer_env.desktop.providers.base import DesktopHandle
-from computer_env.desktop.providers.limits import MiB, DesktopLimits, parse_size
+from computer_env.desktop.providers.limits import DesktopLimits, MiB, parse_size
 from computer_env.desktop.providers.local.provider import LocalSandboxProvider
 from computer_env.desktop.providers.local.session import SandboxSession
 from computer_env.errors import ResourceLimitError
-from fixtures.cases.outcomes import classify
 from fixtures.cases.desktops.pool import VMPool
+from fixtures.cases.outcomes import classify
 from tests.harness.helpers.localdesk import guest_sh, local_desktop
 from tests.harness.helpers.polling import wait_for
 
 pytestmark = [
     pytest.mark.desktop,
-    pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("bwrap"),
-                       reason="the local sandbox needs root and bubblewrap"),
+    pytest.mark.skipif(
+        os.geteuid() != 0 or not shutil.which("bwrap"),
+        reason="the local sandbox needs root and bubblewrap",
+    ),
 ]
 
 
@@ -36,8 +38,9 @@ sh = guest_sh
 
 def _cgroup_dirs(provider: LocalSandboxProvider) -> list[Path]:
     session = provider._res.session
-    assert isinstance(session, SandboxSession) and session.cgroup is not None, \
+    assert isinstance(session, SandboxSession) and session.cgroup is not None, (
         "the desktop has no cgroup"
+    )
     return list(session.cgroup.dirs)
 
 
@@ -71,8 +74,9 @@ def test_defaults_are_in_force(desktop: LocalSandboxProvider, handle: DesktopHan
     assert set(desktop.pids()) <= procs
 
 
-def test_2gib_allocation_is_killed_and_reported(desktop: LocalSandboxProvider,
-                                               handle: DesktopHandle) -> None:
+def test_2gib_allocation_is_killed_and_reported(
+    desktop: LocalSandboxProvider, handle: DesktopHandle
+) -> None:
     res = sh(handle, "python3 -c \"b = b'x' * (2 * 1024 ** 3); print('allocated', len(b))\"")
     assert "allocated" not in res["output"] and res["returncode"] != 0, res
     assert desktop.is_alive()  # the kernel killed the hog, not the desktop's server
@@ -80,16 +84,22 @@ def test_2gib_allocation_is_killed_and_reported(desktop: LocalSandboxProvider,
     assert any("memory limit (1.5 GiB) exceeded" in b for b in breaches), breaches
 
 
-def test_fork_bomb_is_capped_and_the_host_survives(desktop: LocalSandboxProvider,
-                                                  handle: DesktopHandle) -> None:
+def test_fork_bomb_is_capped_and_the_host_survives(
+    desktop: LocalSandboxProvider, handle: DesktopHandle
+) -> None:
     dirs = _cgroup_dirs(desktop)
-    with httpx.Client(base_url=handle.url, headers={"Authorization": f"Bearer {handle.token}"},
-                      timeout=60) as c:
+    with httpx.Client(
+        base_url=handle.url, headers={"Authorization": f"Bearer {handle.token}"}, timeout=60
+    ) as c:
         bomb = "bash -c ':(){ :|:& };:'"
         assert c.post("/setup/launch", json={"command": bomb, "shell": True}).status_code == 200
     try:
-        wait_for(lambda: int(_read(dirs, "pids.current")) >= 1024 - 8,
-                 "the fork bomb to reach the desktop's process cap", timeout=120, interval=0.5)
+        wait_for(
+            lambda: int(_read(dirs, "pids.current")) >= 1024 - 8,
+            "the fork bomb to reach the desktop's process cap",
+            timeout=120,
+            interval=0.5,
+        )
         assert int(_read(dirs, "pids.current")) <= 1024
         # the host still starts processes while the bomb runs
         assert subprocess.run(["true"], timeout=30).returncode == 0
@@ -101,10 +111,14 @@ def test_fork_bomb_is_capped_and_the_host_survives(desktop: LocalSandboxProvider
     assert desktop.is_alive() and desktop.limit_breaches() == []
 
 
-def test_tmp_is_capped_and_not_host_shared_memory(desktop: LocalSandboxProvider,
-                                                 handle: DesktopHandle) -> None:
-    out = sh(handle, "df -B1 --output=size /tmp /dev/shm | tail -n 2; "
-                     "dd if=/dev/zero of=/tmp/fill bs=1M count=600 2>&1; stat -c %d /tmp")
+def test_tmp_is_capped_and_not_host_shared_memory(
+    desktop: LocalSandboxProvider, handle: DesktopHandle
+) -> None:
+    out = sh(
+        handle,
+        "df -B1 --output=size /tmp /dev/shm | tail -n 2; "
+        "dd if=/dev/zero of=/tmp/fill bs=1M count=600 2>&1; stat -c %d /tmp",
+    )
     lines = out["output"].split("\n")
     assert [int(x) for x in lines[:2]] == [512 * MiB, 512 * MiB], out
     assert "No space left on device" in out["output"], out
@@ -131,8 +145,9 @@ def test_limits_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
         assert int(_read(dirs, "pids.max")) == 300
         handle = provider.handle
         assert handle is not None
-        assert sh(handle, "df -B1 --output=size /tmp | tail -n 1")["output"].strip() == \
-            str(64 * MiB)
+        assert sh(handle, "df -B1 --output=size /tmp | tail -n 1")["output"].strip() == str(
+            64 * MiB
+        )
     assert not any(d.exists() for d in dirs)  # the cgroups go with the desktop
 
 
@@ -143,12 +158,27 @@ def test_bad_limits_are_refused() -> None:
             DesktopLimits.from_values(memory=bad)
     with pytest.raises(ValueError, match="too small"):
         DesktopLimits.from_values(pids=3)
-    res = subprocess.run([sys.executable, "-m", "pytest", "--desktop-memory", "lots",
-                          "--collect-only", "-q", "-p", "no:cacheprovider", "tests/osworld"],
-                         capture_output=True, text=True, timeout=120,
-                         cwd=Path(__file__).resolve().parents[3])
-    assert res.returncode == 4 and "--desktop-memory" in res.stderr and "lots" in res.stderr, \
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "--desktop-memory",
+            "lots",
+            "--collect-only",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "tests/osworld",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=Path(__file__).resolve().parents[3],
+    )
+    assert res.returncode == 4 and "--desktop-memory" in res.stderr and "lots" in res.stderr, (
         res.stderr[-2000:]
+    )
 
 
 def test_a_breach_makes_the_case_unscored() -> None:

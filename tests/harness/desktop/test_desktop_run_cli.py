@@ -18,8 +18,10 @@ from tests.harness.helpers.suite import as_foreground
 
 pytestmark = [
     pytest.mark.desktop,
-    pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("bwrap"),
-                       reason="the local sandbox needs root and bubblewrap"),
+    pytest.mark.skipif(
+        os.geteuid() != 0 or not shutil.which("bwrap"),
+        reason="the local sandbox needs root and bubblewrap",
+    ),
 ]
 
 ANSWER_S = 60.0
@@ -37,9 +39,24 @@ def _read_line(proc: subprocess.Popen[str], timeout: float) -> str:
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_run_prints_one_json_line_and_stops_cleanly(sig: signal.Signals) -> None:
     proc = subprocess.Popen(
-        as_foreground([sys.executable, "-m", "computer_env.desktop", "run", "--width", "1024",
-                       "--height", "768", "--allow-port", "8765"]),
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        as_foreground(
+            [
+                sys.executable,
+                "-m",
+                "computer_env.desktop",
+                "run",
+                "--width",
+                "1024",
+                "--height",
+                "768",
+                "--allow-port",
+                "8765",
+            ]
+        ),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         info = json.loads(_read_line(proc, 60))
         assert set(info) >= {"url", "token", "display"}
@@ -73,8 +90,7 @@ def test_run_prints_one_json_line_and_stops_cleanly(sig: signal.Signals) -> None
     except httpx.TransportError:
         status = None
     assert status != 200
-    assert not [p for p in Path("/proc").iterdir()
-                if p.name.isdigit() and _ppid(p) == proc.pid]
+    assert not [p for p in Path("/proc").iterdir() if p.name.isdigit() and _ppid(p) == proc.pid]
 
 
 def _ppid(p: Path) -> int:

@@ -29,11 +29,16 @@ import pytest
 
 from computer_env.desktop.client import DesktopClient
 from computer_env.desktop.providers.docker.containers import LABEL_OWNER, LABEL_PID, LABEL_RUN
-from computer_env.desktop.providers.docker.network import (DesktopNet, desktop_chains,
-                                                          firewall_missing)
-from computer_env.desktop.providers.docker.provider import (DockerProvider,
-                                                            sweep_dead_leftovers,
-                                                            sweep_run_leftovers)
+from computer_env.desktop.providers.docker.network import (
+    DesktopNet,
+    desktop_chains,
+    firewall_missing,
+)
+from computer_env.desktop.providers.docker.provider import (
+    DockerProvider,
+    sweep_dead_leftovers,
+    sweep_run_leftovers,
+)
 from tests.harness.helpers.dockerd import IMAGE, docker_client  # noqa: F401 (fixture)
 from tests.harness.helpers.polling import wait_for
 
@@ -41,8 +46,9 @@ ROOT = Path(__file__).resolve().parents[3]
 
 pytestmark = [
     pytest.mark.docker,
-    pytest.mark.skipif(firewall_missing() is not None,
-                       reason=str(firewall_missing())),  # root and iptables
+    pytest.mark.skipif(
+        firewall_missing() is not None, reason=str(firewall_missing())
+    ),  # root and iptables
 ]
 
 #: run inside desktop A: a TCP connection to each (host, port), what answered (or the error)
@@ -87,8 +93,7 @@ def host_servers() -> Iterator[tuple[int, int, int]]:
     servers = [ThreadingHTTPServer(("0.0.0.0", 0), _Hello) for _ in range(3)]
     for server in servers:
         threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield servers[0].server_address[1], servers[1].server_address[1], \
-        servers[2].server_address[1]
+    yield servers[0].server_address[1], servers[1].server_address[1], servers[2].server_address[1]
     for server in servers:
         server.shutdown()
         server.server_close()
@@ -96,8 +101,9 @@ def host_servers() -> Iterator[tuple[int, int, int]]:
 
 def _host_address() -> str:
     """This host's address on its main interface (where a default route leads)."""
-    out = subprocess.run(["ip", "-4", "-o", "route", "get", "1.1.1.1"], capture_output=True,
-                         text=True, check=False).stdout.split()
+    out = subprocess.run(
+        ["ip", "-4", "-o", "route", "get", "1.1.1.1"], capture_output=True, text=True, check=False
+    ).stdout.split()
     return out[out.index("src") + 1] if "src" in out else "127.0.0.1"
 
 
@@ -115,7 +121,8 @@ def _probe_from(client: DesktopClient, targets: list[tuple[str, int]]) -> dict[s
 
 
 def test_one_desktop_reaches_neither_another_nor_a_host_port_it_was_not_given(
-        docker_client: Any, host_servers: tuple[int, int, int]) -> None:  # noqa: F811
+    docker_client: Any, host_servers: tuple[int, int, int]
+) -> None:  # noqa: F811
     allowed, allowed_later, blocked = host_servers
     a = DockerProvider(IMAGE, worker="t-iso-a", prewarm=False, ready_timeout=90)
     b = DockerProvider(IMAGE, worker="t-iso-b", prewarm=False, ready_timeout=90)
@@ -133,22 +140,30 @@ def test_one_desktop_reaches_neither_another_nor_a_host_port_it_was_not_given(
         with DesktopClient.from_handle(hb) as client_b:
             # B's DevTools and VLC forwards, as OSWorld's task set-up starts them
             for port in (9222, 8080):
-                client_b.launch(["python3", "-m", "http.server", str(port), "--directory",
-                                 "/tmp"])
+                client_b.launch(["python3", "-m", "http.server", str(port), "--directory", "/tmp"])
         for name in ("cdp", "vlc"):  # the worker reaches them, through 127.0.0.1
             url = f"http://127.0.0.1:{hb.ports[name]}/"
             wait_for(partial(_answers, url), f"desktop B's {name} forward at {url}", 60)
         host_ip = _host_address()
-        targets = [(b_ip, 5000), (b_ip, 9222), (b_ip, 8080),
-                   (ha.guest_host, allowed), (ha.guest_host, allowed_later),
-                   (ha.guest_host, blocked), (hb.guest_host, blocked), (host_ip, blocked),
-                   ("172.17.0.1", blocked), (ha.guest_host, hb.ports["cdp"]),
-                   (ha.guest_host, hb.ports["server"])]
+        targets = [
+            (b_ip, 5000),
+            (b_ip, 9222),
+            (b_ip, 8080),
+            (ha.guest_host, allowed),
+            (ha.guest_host, allowed_later),
+            (ha.guest_host, blocked),
+            (hb.guest_host, blocked),
+            (host_ip, blocked),
+            ("172.17.0.1", blocked),
+            (ha.guest_host, hb.ports["cdp"]),
+            (ha.guest_host, hb.ports["server"]),
+        ]
         with DesktopClient.from_handle(ha) as client_a:
             seen = _probe_from(client_a, targets)
         opened = {t: r for t, r in seen.items() if r.startswith("open")}
-        assert set(opened) == {f"{ha.guest_host}:{allowed}", f"{ha.guest_host}:{allowed_later}"}, \
+        assert set(opened) == {f"{ha.guest_host}:{allowed}", f"{ha.guest_host}:{allowed_later}"}, (
             seen
+        )
         assert all(r.endswith("hello from the host") for r in opened.values()), opened
         # the same blocked server answers the host itself: it is the firewall that stops A
         assert httpx.get(f"http://{host_ip}:{blocked}/", timeout=10).text == "hello from the host"
@@ -195,8 +210,13 @@ _OWNER = textwrap.dedent("""
 
 def _killed_owner(run_id: str, controller_pid: int) -> dict[str, Any]:
     """What a desktop owner made (container, network, chains) before it was SIGKILLed."""
-    child = subprocess.Popen([sys.executable, "-c", _OWNER, IMAGE, run_id, str(controller_pid)],
-                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    child = subprocess.Popen(
+        [sys.executable, "-c", _OWNER, IMAGE, run_id, str(controller_pid)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
     try:
         assert child.stdout is not None
         line = child.stdout.readline()
@@ -210,34 +230,40 @@ def _killed_owner(run_id: str, controller_pid: int) -> dict[str, Any]:
 
 def _present(client: Any, made: dict[str, Any]) -> dict[str, bool]:
     chains = desktop_chains()
-    return {"container": bool(client.containers.list(all=True,
-                                                     filters={"name": f"^{made['container']}$"})),
-            "network": bool(client.networks.list(names=[made["network"]])),
-            "chains": all(c in chains for c in made["chains"])}
+    return {
+        "container": bool(
+            client.containers.list(all=True, filters={"name": f"^{made['container']}$"})
+        ),
+        "network": bool(client.networks.list(names=[made["network"]])),
+        "chains": all(c in chains for c in made["chains"]),
+    }
 
 
-def test_sweeps_remove_what_a_dead_owner_made_and_never_a_live_ones(
-        docker_client: Any) -> None:  # noqa: F811
+def test_sweeps_remove_what_a_dead_owner_made_and_never_a_live_ones(docker_client: Any) -> None:  # noqa: F811
     """A SIGKILLed owner of a live run (controller: this process) leaves its container, network
     and chains: the run's end removes them (its run id, owner gone), as the sweep of gone
     owners does for one of any run; this process's own live desktop survives both."""
     run_id = f"iso-{os.getpid()}"
-    live = DockerProvider(IMAGE, worker="t-iso-live", prewarm=False, run_id=run_id,
-                          controller_pid=os.getpid())
+    live = DockerProvider(
+        IMAGE, worker="t-iso-live", prewarm=False, run_id=run_id, controller_pid=os.getpid()
+    )
     try:
         container, _token, net = live._create()
         live._container, live._net = container, net  # close() removes them
         mine = {"container": container.name, "network": net.name, "chains": list(net.chains)}
-        assert docker_client.networks.get(net.name).attrs["Labels"]["holo-bench.host"] == \
-            socket.gethostname()  # another host's are never swept here
+        assert (
+            docker_client.networks.get(net.name).attrs["Labels"]["holo-bench.host"]
+            == socket.gethostname()
+        )  # another host's are never swept here
         of_run = _killed_owner(run_id, os.getpid())
         of_other = _killed_owner(f"other-{os.getpid()}", os.getpid())
         everything = {"container": True, "network": True, "chains": True}
         nothing = {"container": False, "network": False, "chains": False}
         assert _present(docker_client, of_run) == everything
         assert _present(docker_client, of_other) == everything
-        assert docker_client.networks.get(of_run["network"]).attrs["Labels"][LABEL_PID] == \
-            str(os.getpid())
+        assert docker_client.networks.get(of_run["network"]).attrs["Labels"][LABEL_PID] == str(
+            os.getpid()
+        )
         removed = sweep_run_leftovers(run_id, os.getpid(), timeout=10)
         assert {of_run["container"], of_run["network"]} <= set(removed)
         assert _present(docker_client, of_run) == nothing

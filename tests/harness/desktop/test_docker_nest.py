@@ -53,14 +53,17 @@ def test_inside_sees_only_the_nest_and_sudo_is_real(desk: tuple[DockerProvider, 
 
 def test_root_inside_cannot_undo_the_nest(desk: tuple[DockerProvider, Any]) -> None:
     provider, client = desk
-    rc, out = _inside(client, SUDO + "bash -c '"
-                      "grep CapEff /proc/self/status; "
-                      "umount /etc/ld.so.preload && echo UNMOUNTED; "
-                      "mount -t tmpfs none /mnt && echo MOUNTED; "
-                      "unshare -U true && echo UNSHARED; "
-                      "echo x > /etc/ld.so.preload && echo PRELOAD; "
-                      "echo x > /proc/sys/kernel/core_pattern && echo SYSCTL; "
-                      "kill -9 1; kill -9 -1 2>/dev/null; true'")
+    rc, out = _inside(
+        client,
+        SUDO + "bash -c '"
+        "grep CapEff /proc/self/status; "
+        "umount /etc/ld.so.preload && echo UNMOUNTED; "
+        "mount -t tmpfs none /mnt && echo MOUNTED; "
+        "unshare -U true && echo UNSHARED; "
+        "echo x > /etc/ld.so.preload && echo PRELOAD; "
+        "echo x > /proc/sys/kernel/core_pattern && echo SYSCTL; "
+        "kill -9 1; kill -9 -1 2>/dev/null; true'",
+    )
     for done in ("UNMOUNTED", "MOUNTED", "UNSHARED", "PRELOAD", "SYSCTL"):
         assert done not in out, out
     cap_eff = int(out.split("CapEff:")[1].split()[0], 16)
@@ -68,18 +71,24 @@ def test_root_inside_cannot_undo_the_nest(desk: tuple[DockerProvider, Any]) -> N
     # the server answered through all of it and still runs commands in the nest
     rc, out = _inside(client, "echo alive")
     assert (rc, out.strip()) == (0, "alive")
-    assert _outside(provider, "cat /etc/ld.so.preload; cat /proc/sys/kernel/core_pattern") \
-        .strip() == "core"
+    assert (
+        _outside(provider, "cat /etc/ld.so.preload; cat /proc/sys/kernel/core_pattern").strip()
+        == "core"
+    )
 
 
 def test_system_folders_written_inside_stay_inside(desk: tuple[DockerProvider, Any]) -> None:
     provider, client = desk
-    rc, out = _inside(client, SUDO + "bash -c 'echo planted > /opt/venv/planted.py && "
-                      "echo planted > /usr/lib/planted && useradd -M charles && echo ok'")
+    rc, out = _inside(
+        client,
+        SUDO + "bash -c 'echo planted > /opt/venv/planted.py && "
+        "echo planted > /usr/lib/planted && useradd -M charles && echo ok'",
+    )
     assert rc == 0 and out.strip().endswith("ok"), out
     assert _inside(client, "cat /opt/venv/planted.py")[1].strip() == "planted"
-    outside = _outside(provider, "ls /opt/venv/planted.py /usr/lib/planted 2>&1; "
-                                 "getent passwd charles")
+    outside = _outside(
+        provider, "ls /opt/venv/planted.py /usr/lib/planted 2>&1; getent passwd charles"
+    )
     assert "No such file" in outside and outside.count("No such file") == 2, outside
     assert "charles:" in outside  # /etc is shared (users, sudoers): as on OSWorld's VM
     # the server's file routes read what the nest sees (what a getter must score)

@@ -17,8 +17,12 @@ from typing import Any
 import pytest
 
 from computer_env.desktop.providers.docker import network
-from computer_env.desktop.providers.docker.containers import (LABEL_CREATED, LABEL_OWNER,
-                                                             LABEL_PID, owner_gone)
+from computer_env.desktop.providers.docker.containers import (
+    LABEL_CREATED,
+    LABEL_OWNER,
+    LABEL_PID,
+    owner_gone,
+)
 from computer_env.errors import VMStartError
 
 
@@ -53,10 +57,13 @@ class _Networks:
         self.asked.append(subnet)
         while self.taken_meanwhile:
             self.listed.append(_Net(self.taken_meanwhile.pop()))
-        if any(ipaddress.ip_network(subnet).overlaps(ipaddress.ip_network(n.subnet))
-               for n in self.listed):
-            raise RuntimeError("400 Client Error: Pool overlaps with other one on this "
-                               "address space")
+        if any(
+            ipaddress.ip_network(subnet).overlaps(ipaddress.ip_network(n.subnet))
+            for n in self.listed
+        ):
+            raise RuntimeError(
+                "400 Client Error: Pool overlaps with other one on this address space"
+            )
         made = _Net(subnet, name=name)
         self.listed.append(made)
         return made
@@ -68,8 +75,9 @@ class _Client:
 
 
 def test_a_new_desktop_network_takes_the_lowest_free_29() -> None:
-    client = _Client(_Networks([_Net("10.214.0.0/29"), _Net("10.214.0.16/28"),
-                                _Net("172.17.0.0/16")]))
+    client = _Client(
+        _Networks([_Net("10.214.0.0/29"), _Net("10.214.0.16/28"), _Net("172.17.0.0/16")])
+    )
     made = network._create_network(client, "a", "hbdaaaaaa", {})
     assert made.subnet == "10.214.0.8/29"
     assert network._create_network(client, "b", "hbdbbbbbb", {}).subnet == "10.214.0.32/29"

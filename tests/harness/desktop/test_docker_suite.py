@@ -16,8 +16,9 @@ pytestmark = [pytest.mark.docker, pytest.mark.desktop]
 
 
 def test_smoke_suite_runs_on_docker_desktops(tmp_path: Path, docker_client: Any) -> None:  # noqa: F811
-    run = run_suite(tmp_path, "dock", "-m", "smoke", "--provider", "docker", "-n", "2",
-                    timeout=1200)
+    run = run_suite(
+        tmp_path, "dock", "-m", "smoke", "--provider", "docker", "-n", "2", timeout=1200
+    )
     assert run.rc == 0, run.output[-4000:]
     results = run.results()
     assert len(results) >= 4

@@ -54,7 +54,9 @@ def post(s: GuestServer, path: str, payload: Any = None, **kw: Any) -> requests.
     """POST like OSWorld's controllers: a json.dumps body with a JSON content type."""
     headers = {**s.headers, **JSON} if payload is not None else dict(s.headers)
     data = json.dumps(payload) if payload is not None else kw.pop("data", None)
-    return requests.post(s.url + path, headers=headers, data=data, timeout=kw.pop("timeout", 60), **kw)
+    return requests.post(
+        s.url + path, headers=headers, data=data, timeout=kw.pop("timeout", 60), **kw
+    )
 
 
 def get(s: GuestServer, path: str, **kw: Any) -> requests.Response:
@@ -95,7 +97,9 @@ def test_unknown_path_and_method_answer_json(server: GuestServer) -> None:
 
 
 def test_invalid_json_body_is_a_400(server: GuestServer) -> None:
-    r = requests.post(server.url + "/execute", headers={**server.headers, **JSON}, data="{nope", timeout=10)
+    r = requests.post(
+        server.url + "/execute", headers={**server.headers, **JSON}, data="{nope", timeout=10
+    )
     assert_bad(r, 400, "JSON")
     r = post(server, "/execute", ["a", "list"])
     assert_bad(r, 400, "JSON object")
@@ -118,10 +122,17 @@ def test_platform_capabilities_sizes_cursor(server: GuestServer) -> None:
     assert get(server, "/terminal").json() == {"output": None, "status": "success"}
 
 
-@pytest.mark.parametrize(("fmt", "magic", "pil"), [
-    ("png", b"\x89PNG", "PNG"), ("jpeg", b"\xff\xd8\xff", "JPEG"), ("webp", b"RIFF", "WEBP"),
-])
-def test_screenshot_formats_decode_at_screen_size(server: GuestServer, fmt: str, magic: bytes, pil: str) -> None:
+@pytest.mark.parametrize(
+    ("fmt", "magic", "pil"),
+    [
+        ("png", b"\x89PNG", "PNG"),
+        ("jpeg", b"\xff\xd8\xff", "JPEG"),
+        ("webp", b"RIFF", "WEBP"),
+    ],
+)
+def test_screenshot_formats_decode_at_screen_size(
+    server: GuestServer, fmt: str, magic: bytes, pil: str
+) -> None:
     params = {} if fmt == "png" else {"format": fmt, "quality": 70}
     r = get(server, "/screenshot", params=params)
     assert r.status_code == 200 and r.headers["Content-Type"] == f"image/{fmt}"
@@ -140,7 +151,9 @@ def test_screenshot_draws_the_cursor(server: GuestServer) -> None:
 
 def test_screenshot_bad_parameters(server: GuestServer) -> None:
     assert_bad(get(server, "/screenshot", params={"format": "gif"}), 400, "format")
-    assert_bad(get(server, "/screenshot", params={"format": "jpeg", "quality": "x"}), 400, "quality")
+    assert_bad(
+        get(server, "/screenshot", params={"format": "jpeg", "quality": "x"}), 400, "quality"
+    )
     assert_bad(get(server, "/screenshot", params={"format": "jpeg", "quality": 0}), 400, "quality")
 
 
@@ -149,7 +162,18 @@ def test_screenshot_bad_parameters(server: GuestServer) -> None:
 
 @pytest.mark.parametrize("path", ["/execute", "/setup/execute"])
 def test_execute_like_osworld(server: GuestServer, path: str) -> None:
-    r = post(server, path, {"command": ["python", "-c", "import sys; print('out'); print('err', file=sys.stderr); sys.exit(3)"], "shell": False})
+    r = post(
+        server,
+        path,
+        {
+            "command": [
+                "python",
+                "-c",
+                "import sys; print('out'); print('err', file=sys.stderr); sys.exit(3)",
+            ],
+            "shell": False,
+        },
+    )
     assert r.status_code == 200
     assert r.json() == {"status": "success", "output": "out\n", "error": "err\n", "returncode": 3}
     r = post(server, path, {"command": "echo $HOME | tr a-z A-Z", "shell": True})
@@ -161,15 +185,29 @@ def test_execute_like_osworld(server: GuestServer, path: str) -> None:
 def test_execute_with_verification_like_osworld(server: GuestServer) -> None:
     """OSWorld's /setup/execute_with_verification: the command's result, then the check polled
     (``command_success``, ``window_exists``) up to ``max_wait_time``; 500 when it never holds."""
-    r = post(server, "/setup/execute_with_verification", {
-        "command": "sleep 0.3 && touch ~/verified &", "shell": True,
-        "verification": {"command_success": "test -f ~/verified"},
-        "max_wait_time": 20, "check_interval": 0.2})
+    r = post(
+        server,
+        "/setup/execute_with_verification",
+        {
+            "command": "sleep 0.3 && touch ~/verified &",
+            "shell": True,
+            "verification": {"command_success": "test -f ~/verified"},
+            "max_wait_time": 20,
+            "check_interval": 0.2,
+        },
+    )
     assert r.status_code == 200 and r.json()["verification"] == "passed"
     assert r.json()["returncode"] == 0
-    r = post(server, "/setup/execute_with_verification", {
-        "command": ["true"], "verification": {"window_exists": "no such window title"},
-        "max_wait_time": 0.5, "check_interval": 0.1})
+    r = post(
+        server,
+        "/setup/execute_with_verification",
+        {
+            "command": ["true"],
+            "verification": {"window_exists": "no such window title"},
+            "max_wait_time": 0.5,
+            "check_interval": 0.1,
+        },
+    )
     assert r.status_code == 500 and r.json()["status"] == "verification_failed"
     r = post(server, "/execute_with_verification", {"command": ["echo", "hi"]})
     assert r.status_code == 200 and r.json()["output"] == "hi\n"
@@ -197,9 +235,22 @@ def test_run_python(server: GuestServer) -> None:
 
 
 def test_run_bash_script(server: GuestServer, tmp_path: Path) -> None:
-    r = post(server, "/run_bash_script", {"script": "echo one\necho two >&2\npwd\nexit 2", "timeout": 20, "working_dir": str(tmp_path)})
+    r = post(
+        server,
+        "/run_bash_script",
+        {
+            "script": "echo one\necho two >&2\npwd\nexit 2",
+            "timeout": 20,
+            "working_dir": str(tmp_path),
+        },
+    )
     assert r.status_code == 200
-    assert r.json() == {"status": "error", "output": f"one\ntwo\n{tmp_path}\n", "error": "", "returncode": 2}
+    assert r.json() == {
+        "status": "error",
+        "output": f"one\ntwo\n{tmp_path}\n",
+        "error": "",
+        "returncode": 2,
+    }
     assert post(server, "/run_bash_script", {"script": "true"}).json()["status"] == "success"
     r = post(server, "/run_bash_script", {"script": "true", "working_dir": "/no/such/dir"})
     assert r.status_code == 400 and "does not exist" in r.json()["output"]
@@ -210,11 +261,17 @@ def test_run_bash_script(server: GuestServer, tmp_path: Path) -> None:
 
 
 def test_actions_persistent_interpreter(server: GuestServer) -> None:
-    r = post(server, "/actions", {"code": "import os\nprint(pyautogui.PAUSE, pyautogui.FAILSAFE, os.getpid())"})
+    r = post(
+        server,
+        "/actions",
+        {"code": "import os\nprint(pyautogui.PAUSE, pyautogui.FAILSAFE, os.getpid())"},
+    )
     first = r.json()
     assert first["status"] == "success" and first["output"].startswith("0 False")
     pid = first["output"].split()[-1]
-    again = post(server, "/actions", {"code": "import os; pyautogui.PAUSE = 1; print(os.getpid())"}).json()
+    again = post(
+        server, "/actions", {"code": "import os; pyautogui.PAUSE = 1; print(os.getpid())"}
+    ).json()
     assert again["output"].strip() == pid  # the same process: pyautogui imported once
     assert post(server, "/actions", {"code": "print(pyautogui.PAUSE)"}).json()["output"] == "0\n"
     err = post(server, "/actions", {"code": "pyautogui.click(1, 2)\nundefined_name"}).json()
@@ -236,20 +293,41 @@ def test_type_bad_input(server: GuestServer) -> None:
 
 
 def test_launch_and_window_management(server: GuestServer, desk: XDesktop) -> None:
-    r = post(server, "/setup/launch", {"command": ["xterm", "-T", "gs-window-1", "-class", "GsTerm"], "shell": False})
+    r = post(
+        server,
+        "/setup/launch",
+        {"command": ["xterm", "-T", "gs-window-1", "-class", "GsTerm"], "shell": False},
+    )
     assert r.status_code == 200 and "launched successfully" in r.text
     wait_for_window(desk.env, "gs-window-1", 15)
-    size = requests.post(server.url + "/window_size", headers=server.headers, data={"app_class_name": "gsterm"}, timeout=10)
+    size = requests.post(
+        server.url + "/window_size",
+        headers=server.headers,
+        data={"app_class_name": "gsterm"},
+        timeout=10,
+    )
     assert size.status_code == 200 and size.json()["width"] > 0 and size.json()["height"] > 0
-    r = post(server, "/setup/activate_window", {"window_name": "gs-window-1", "strict": False, "by_class": False})
+    r = post(
+        server,
+        "/setup/activate_window",
+        {"window_name": "gs-window-1", "strict": False, "by_class": False},
+    )
     assert r.status_code == 200 and "activated" in r.text
-    assert post(server, "/setup/activate_window", {"window_name": "GsTerm", "by_class": True}).status_code == 200
+    assert (
+        post(
+            server, "/setup/activate_window", {"window_name": "GsTerm", "by_class": True}
+        ).status_code
+        == 200
+    )
     listed = get(server, "/windows").json()
     assert any(w["title"] == "gs-window-1" for w in listed)
     r = post(server, "/setup/close_window", {"window_name": "gs-window-1", "strict": True})
     assert r.status_code == 200
-    wait_for(lambda: not any(w["title"] == "gs-window-1" for w in get(server, "/windows").json()),
-             "xterm to close", 10)
+    wait_for(
+        lambda: not any(w["title"] == "gs-window-1" for w in get(server, "/windows").json()),
+        "xterm to close",
+        10,
+    )
 
 
 def test_window_endpoints_bad_input(server: GuestServer) -> None:
@@ -265,14 +343,22 @@ def test_window_endpoints_bad_input(server: GuestServer) -> None:
     assert r.status_code == 200 and r.json()["status"] == "not_found"
     r = requests.post(server.url + "/window_size", headers=server.headers, data={}, timeout=10)
     assert_bad(r, 400, "app_class_name")
-    r = requests.post(server.url + "/window_size", headers=server.headers, data={"app_class_name": "nothing-like-this"}, timeout=10)
+    r = requests.post(
+        server.url + "/window_size",
+        headers=server.headers,
+        data={"app_class_name": "nothing-like-this"},
+        timeout=10,
+    )
     assert r.status_code == 500  # as OSWorld's server (its route returns None)
 
 
 def test_open_app_by_name_waits_for_its_window(server: GuestServer) -> None:
     r = post(server, "/setup/open_file", {"path": "xterm"})
     assert r.status_code == 200 and "activated" in r.text
-    assert post(server, "/setup/close_window", {"window_name": "xterm", "strict": True}).status_code == 200
+    assert (
+        post(server, "/setup/close_window", {"window_name": "xterm", "strict": True}).status_code
+        == 200
+    )
     r = post(server, "/setup/open_file", {"path": "~/Desktop/missing.docx"})
     assert r.status_code == 404 and "missing.docx" in r.json()["message"]
     assert_bad(post(server, "/setup/open_file", {}), 400, "path")
@@ -283,32 +369,67 @@ def test_open_app_by_name_waits_for_its_window(server: GuestServer) -> None:
 
 def test_upload_read_list_like_setup_controller(server: GuestServer) -> None:
     payload = "grüße\n".encode() + bytes(range(256))
-    r = requests.post(server.url + "/setup/upload", headers=server.headers,
-                      data={"file_path": "~/Desktop/sub/dir/data.bin"},
-                      files={"file_data": ("data.bin", payload)}, timeout=30)
+    r = requests.post(
+        server.url + "/setup/upload",
+        headers=server.headers,
+        data={"file_path": "~/Desktop/sub/dir/data.bin"},
+        files={"file_data": ("data.bin", payload)},
+        timeout=30,
+    )
     assert r.status_code == 200 and r.text.startswith("File Uploaded")
     assert (server.home / "Desktop/sub/dir/data.bin").read_bytes() == payload
-    r = requests.post(server.url + "/file", headers=server.headers, data={"file_path": "~/Desktop/sub/dir/data.bin"}, timeout=30)
+    r = requests.post(
+        server.url + "/file",
+        headers=server.headers,
+        data={"file_path": "~/Desktop/sub/dir/data.bin"},
+        timeout=30,
+    )
     assert r.status_code == 200 and r.content == payload
-    r = requests.post(server.url + "/file", headers=server.headers, data={"file_path": "~/Desktop/none.txt"}, timeout=30)
+    r = requests.post(
+        server.url + "/file",
+        headers=server.headers,
+        data={"file_path": "~/Desktop/none.txt"},
+        timeout=30,
+    )
     assert r.status_code == 404
-    tree = post(server, "/list_directory", {"path": str(server.home / "Desktop")}).json()["directory_tree"]
+    tree = post(server, "/list_directory", {"path": str(server.home / "Desktop")}).json()[
+        "directory_tree"
+    ]
     assert tree["type"] == "directory" and tree["name"] == "Desktop"
     sub = next(c for c in tree["children"] if c["name"] == "sub")
     assert sub["children"][0]["children"] == [{"type": "file", "name": "data.bin"}]
 
 
 def test_file_endpoints_bad_input(server: GuestServer) -> None:
-    assert_bad(requests.post(server.url + "/file", headers=server.headers, data={}, timeout=10), 400, "file_path")
-    assert_bad(requests.post(server.url + "/file", headers=server.headers, data={"file_path": "~"}, timeout=10), 400, "file_path")
-    r = requests.post(server.url + "/setup/upload", headers=server.headers, data={"file_path": "~/x"}, timeout=10)
+    assert_bad(
+        requests.post(server.url + "/file", headers=server.headers, data={}, timeout=10),
+        400,
+        "file_path",
+    )
+    assert_bad(
+        requests.post(
+            server.url + "/file", headers=server.headers, data={"file_path": "~"}, timeout=10
+        ),
+        400,
+        "file_path",
+    )
+    r = requests.post(
+        server.url + "/setup/upload", headers=server.headers, data={"file_path": "~/x"}, timeout=10
+    )
     assert_bad(r, 400, "file_data")
-    r = requests.post(server.url + "/setup/upload", headers=server.headers, files={"file_data": ("x", b"1")}, timeout=10)
+    r = requests.post(
+        server.url + "/setup/upload",
+        headers=server.headers,
+        files={"file_data": ("x", b"1")},
+        timeout=10,
+    )
     assert_bad(r, 400, "file_path")
     assert_bad(post(server, "/list_directory", {}), 400, "path")
     assert_bad(post(server, "/list_directory", {"path": "/no/such/dir"}), 400, "path")
     assert_bad(post(server, "/setup/download_file", {"path": "~/x"}), 400, "url")
-    assert_bad(post(server, "/setup/download_file", {"url": "ftp://x/y", "path": "~/x"}), 400, "url")
+    assert_bad(
+        post(server, "/setup/download_file", {"url": "ftp://x/y", "path": "~/x"}), 400, "url"
+    )
     assert_bad(post(server, "/setup/download_file", {"url": "http://127.0.0.1/x"}), 400, "path")
 
 
@@ -335,10 +456,14 @@ def http_root(tmp_path: Path) -> Iterator[tuple[str, Path]]:
 def test_download_file(server: GuestServer, http_root: tuple[str, Path]) -> None:
     base, root = http_root
     (root / "book.csv").write_bytes(b"a,b\n1,2\n")
-    r = post(server, "/setup/download_file", {"url": f"{base}/book.csv", "path": "~/Downloads/book.csv"})
+    r = post(
+        server, "/setup/download_file", {"url": f"{base}/book.csv", "path": "~/Downloads/book.csv"}
+    )
     assert r.status_code == 200 and "successfully" in r.text
     assert (server.home / "Downloads/book.csv").read_bytes() == b"a,b\n1,2\n"
-    r = post(server, "/setup/download_file", {"url": f"{base}/missing.csv", "path": "~/Downloads/m.csv"})
+    r = post(
+        server, "/setup/download_file", {"url": f"{base}/missing.csv", "path": "~/Downloads/m.csv"}
+    )
     assert r.status_code == 500 and "missing.csv" in r.text
     assert not (server.home / "Downloads/m.csv").exists()
 
@@ -398,8 +523,11 @@ def test_type_non_ascii_into_mousepad(server: GuestServer, desk: XDesktop) -> No
     r = post(server, "/type", {"text": "Grüße ä €"})
     assert r.status_code == 200 and r.json()["typed"] == 9
     post(server, "/actions", {"code": "pyautogui.hotkey('ctrl', 's')"})
-    wait_for(lambda: note.read_text(encoding="utf-8") in ("Grüße ä €", "Grüße ä €\n"),
-             "the saved note", 15)
+    wait_for(
+        lambda: note.read_text(encoding="utf-8") in ("Grüße ä €", "Grüße ä €\n"),
+        "the saved note",
+        15,
+    )
     post(server, "/setup/close_window", {"window_name": "unicode-note"})
 
 
@@ -413,8 +541,10 @@ def test_accessibility_tree_lists_mousepad(server: GuestServer, desk: XDesktop) 
     from lxml import etree
 
     ns = {"st": "https://accessibility.ubuntu.example.org/ns/state"}
-    frame = (f"//application[contains(translate(@name, 'MOUSEPAD', 'mousepad'), 'mousepad')]"
-             f"//frame[contains(@name, '{note.name}') and @st:showing='true']")
+    frame = (
+        f"//application[contains(translate(@name, 'MOUSEPAD', 'mousepad'), 'mousepad')]"
+        f"//frame[contains(@name, '{note.name}') and @st:showing='true']"
+    )
 
     def mousepad_showing() -> list[Any]:
         root = etree.fromstring(get(server, "/accessibility", timeout=120).json()["AT"].encode())
@@ -457,8 +587,9 @@ def test_libreoffice_calc_round_trip(server: GuestServer, desk: XDesktop) -> Non
     client = DesktopClient(server.url, server.token)
     # Calc's frame maps and answers pings seconds before its sheet holds the keyboard focus;
     # a key press sent in between is dropped: wait as a case does before its first action
-    _wait_for_input(client, AppExpectation("libreoffice", ("libreoffice",), "LibreOffice Calc"),
-                    office=True)
+    _wait_for_input(
+        client, AppExpectation("libreoffice", ("libreoffice",), "LibreOffice Calc"), office=True
+    )
     assert post(server, "/type", {"text": "=6*7\n"}).status_code == 200
     post(server, "/actions", {"code": "pyautogui.hotkey('ctrl', 'shift', 's')"})
     wait_for_window(desk.env, "Save", 60)
@@ -472,8 +603,9 @@ def test_libreoffice_calc_round_trip(server: GuestServer, desk: XDesktop) -> Non
     post(server, "/setup/close_window", {"window_name": "LibreOffice Calc"})
 
 
-def _wait_for_input(client: DesktopClient, want: AppExpectation, *, office: bool = False,
-                    timeout: float = 120.0) -> None:
+def _wait_for_input(
+    client: DesktopClient, want: AppExpectation, *, office: bool = False, timeout: float = 120.0
+) -> None:
     """Wait with the readiness checks of ``computer_env.osworld.prepare.readiness`` until the active window
     is ``want``'s, holds the keyboard focus and answers a ping (``office``: and LibreOffice's
     accessibility tree shows toolbars and the focus inside the document)."""
@@ -509,14 +641,21 @@ def test_children_do_not_outlive_the_server(desk: XDesktop, tmp_path: Path) -> N
         with GuestServer(desk.env, tmp_path / f"home{how}", extra_args=["--no-warm"]) as s:
             assert post(s, "/setup/launch", {"command": ["sleep", marker]}).status_code == 200
             # a double fork: the grandchild is re-parented (subreaper) instead of escaping
-            post(s, "/execute", {"command": f"(setsid sleep {marker}1 >/dev/null 2>&1 &) ; true", "shell": True})
-            wait_for(lambda: len(pids_matching(f"sleep {marker}")) == 2, "both sleeps", 10)
+            post(
+                s,
+                "/execute",
+                {"command": f"(setsid sleep {marker}1 >/dev/null 2>&1 &) ; true", "shell": True},
+            )
+            wait_for(lambda: len(pids_matching(f"sleep {marker}")) == 2, "both sleeps", 10)  # noqa: B023 - called before the loop moves on
             s.proc.send_signal(how)
             s.proc.wait(timeout=15)
         if how == signal.SIGTERM:
-            wait_for(lambda: not pids_matching(f"sleep {marker}"),
-                     "children to die with the server", 10)
+            wait_for(
+                lambda: not pids_matching(f"sleep {marker}"),  # noqa: B023 - called at once
+                "children to die with the server",
+                10,
+            )
         else:  # SIGKILL leaves no time to clean up: the direct child dies by PDEATHSIG
-            wait_for(lambda: not pids_matching(f"sleep {marker}$"), "the launched child to die", 10)
+            wait_for(lambda: not pids_matching(f"sleep {marker}$"), "the launched child to die", 10)  # noqa: B023 - called before the loop moves on
             for pid in pids_matching(f"sleep {marker}"):
                 os.kill(pid, signal.SIGKILL)

@@ -22,8 +22,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from computer_env.desktop.providers.local import netns
 from computer_env.desktop.providers.base import DesktopHandle
+from computer_env.desktop.providers.local import netns
 from computer_env.desktop.providers.local.provider import LocalSandboxProvider
 from computer_env.errors import ConfigurationError
 from tests.harness.helpers.localdesk import local_desktop
@@ -31,8 +31,10 @@ from tests.harness.helpers.polling import wait_for
 
 pytestmark = [
     pytest.mark.desktop,
-    pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("bwrap"),
-                       reason="the local sandbox needs root and bubblewrap"),
+    pytest.mark.skipif(
+        os.geteuid() != 0 or not shutil.which("bwrap"),
+        reason="the local sandbox needs root and bubblewrap",
+    ),
 ]
 
 
@@ -48,8 +50,6 @@ def sh(handle: DesktopHandle, command: str) -> dict:
         resp = c.post("/execute", json={"command": command, "shell": True})
     assert resp.status_code == 200, resp.text
     return resp.json()
-
-
 
 
 def _sandbox_uid(provider: LocalSandboxProvider) -> int:
@@ -106,8 +106,9 @@ def test_start_answers_with_token_only(desktop: LocalSandboxProvider) -> None:
     assert "1280x800 pixels" in size
 
 
-def test_isolation_from_inside(desktop: LocalSandboxProvider, host_servers: tuple[int, int]
-                               ) -> None:
+def test_isolation_from_inside(
+    desktop: LocalSandboxProvider, host_servers: tuple[int, int]
+) -> None:
     handle = desktop.handle
     assert handle is not None
     secret = Path("/root") / f".sandbox-probe-{secrets.token_hex(4)}"
@@ -159,13 +160,19 @@ def test_reset_discards_changes(desktop: LocalSandboxProvider) -> None:
     # the same address after a reset, and a new token: the last session's opens nothing now
     assert after is not None and before is not None
     assert after.url == before.url and after.token != before.token
-    assert httpx.get(f"{after.url}/platform", timeout=10,
-                     headers={"Authorization": f"Bearer {before.token}"}).status_code == 403
+    assert (
+        httpx.get(
+            f"{after.url}/platform", timeout=10, headers={"Authorization": f"Bearer {before.token}"}
+        ).status_code
+        == 403
+    )
     out = sh(after, "ls -A ~/Desktop; ls ~/.marker 2>&1; wmctrl -l; pgrep -c xterm")["output"]
     assert "marker.txt" not in out and "No such file" in out and "probe-window" not in out
     assert out.strip().endswith("0")
-    assert sh(after, "test -s ~/.config/libreoffice/4/user/registrymodifications.xcu")[
-        "returncode"] == 0
+    assert (
+        sh(after, "test -s ~/.config/libreoffice/4/user/registrymodifications.xcu")["returncode"]
+        == 0
+    )
 
 
 def test_two_desktops_do_not_collide(desktop: LocalSandboxProvider) -> None:
@@ -222,8 +229,9 @@ def test_sigkill_of_parent_leaves_nothing_behind() -> None:
     assert len(info["pids"]) >= 5  # bwrap, dbus, Xvfb, openbox, server...
     wait_for(lambda: not _uid_pids(info["uid"]), "the dead run's sandbox processes to exit", 10)
     for pid in info["pids"]:
-        assert not Path(f"/proc/{pid}").exists() or \
-            Path(f"/proc/{pid}/stat").read_text().split(") ")[1].startswith("Z")
+        assert not Path(f"/proc/{pid}").exists() or Path(f"/proc/{pid}/stat").read_text().split(
+            ") "
+        )[1].startswith("Z")
     # the network leftovers are still there until the next start sweeps them
     assert (Path("/run/netns") / info["netns"]).exists()
     with LocalSandboxProvider(width=640, height=480) as fresh:
@@ -286,9 +294,11 @@ def test_close_removes_the_network() -> None:
     assert not Path(f"/sys/class/net/{host_if}").exists()
 
 
-CHROMIUM = ("chromium --remote-debugging-port=9222 --no-first-run --no-default-browser-check "
-            "--disable-background-networking --disable-component-update --disable-sync "
-            "--password-store=basic --user-data-dir=$HOME/.chromium-task about:blank")
+CHROMIUM = (
+    "chromium --remote-debugging-port=9222 --no-first-run --no-default-browser-check "
+    "--disable-background-networking --disable-component-update --disable-sync "
+    "--password-store=basic --user-data-dir=$HOME/.chromium-task about:blank"
+)
 
 
 def test_apps_start_cleanly_in_the_sandbox(desktop: LocalSandboxProvider) -> None:
@@ -300,11 +310,18 @@ def test_apps_start_cleanly_in_the_sandbox(desktop: LocalSandboxProvider) -> Non
         for cmd in ("xterm", "mousepad", CHROMIUM, "soffice --calc"):
             assert c.post("/setup/launch", json={"command": cmd, "shell": True}).status_code == 200
     wanted = ("xterm", "Mousepad", "Chromium", "LibreOffice Calc")
-    titles = wait_for(lambda: (lambda out: out if all(w in out for w in wanted) else "")(
-        sh(handle, "wmctrl -l")["output"]), "all four app windows", timeout=60)
+    titles = wait_for(
+        lambda: (lambda out: out if all(w in out for w in wanted) else "")(
+            sh(handle, "wmctrl -l")["output"]
+        ),
+        "all four app windows",
+        timeout=60,
+    )
     assert "Tip of the Day" not in titles and "Recovery" not in titles, titles
-    cdp = wait_for(lambda: sh(handle, "curl -s -m 2 http://127.0.0.1:9222/json/version")[
-        "output"], "Chrome's remote debugging port")
+    cdp = wait_for(
+        lambda: sh(handle, "curl -s -m 2 http://127.0.0.1:9222/json/version")["output"],
+        "Chrome's remote debugging port",
+    )
     assert '"Browser"' in cdp
     assert "--no-sandbox" in sh(handle, "ps -eo args | grep -i chromium")["output"]
     assert sh(handle, "unshare -Ur true")["returncode"] != 0

@@ -78,8 +78,12 @@ def test_a_run_lives_while_its_owner_does(ended: Run, living: Run) -> None:
 def test_a_run_is_handed_to_children_and_a_new_one_replaces_it() -> None:
     first = current_run()  # none in the environment: this process's own, handed on
     assert os.environ[RUN_ENV] == first.encode() and current_run() == first
-    child = subprocess.run([sys.executable, "-c", f"import os; print(os.environ[{RUN_ENV!r}])"],
-                           capture_output=True, text=True, timeout=60)
+    child = subprocess.run(
+        [sys.executable, "-c", f"import os; print(os.environ[{RUN_ENV!r}])"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert child.stdout.strip() == first.encode()
     second = start_run()  # a child suite's controller: a run of its own
     assert second.id != first.id and current_run() == second
@@ -144,7 +148,8 @@ def test_a_cgroup_name_carries_its_owner_and_run() -> None:
 
 
 def test_stale_cgroups_are_those_of_dead_owners_a_sweeper_may_remove(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ended: Run, living: Run) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ended: Run, living: Run
+) -> None:
     mine = new_run()
     for run in (mine, ended, living):
         record(run)
@@ -152,9 +157,13 @@ def test_stale_cgroups_are_those_of_dead_owners_a_sweeper_may_remove(
     dirs = {name: tmp_path / name for name in ("mine", "ended", "living", "old", "alive")}
     for d in dirs.values():
         d.mkdir()
-    owned = [(dirs["mine"], dead_pid, mine.id), (dirs["ended"], dead_pid, ended.id),
-             (dirs["living"], dead_pid, living.id), (dirs["old"], dead_pid, None),
-             (dirs["alive"], os.getpid(), living.id)]
+    owned = [
+        (dirs["mine"], dead_pid, mine.id),
+        (dirs["ended"], dead_pid, ended.id),
+        (dirs["living"], dead_pid, living.id),
+        (dirs["old"], dead_pid, None),
+        (dirs["alive"], os.getpid(), living.id),
+    ]
     monkeypatch.setattr(cgroups, "_owned", lambda: owned)
     stale = cgroups.stale_cgroups(Sweeper(mine))
     assert stale == [dirs["mine"], dirs["ended"], dirs["old"]]  # never a live owner's

@@ -31,13 +31,26 @@ def _bgrx(size: tuple[int, int], seed: int) -> bytearray:
 def _cursor(seed: int) -> Image.Image:
     rng = random.Random(seed)
     cursor = Image.new("RGBA", (24, 24))
-    cursor.putdata([(rng.randrange(256), rng.randrange(256), rng.randrange(256),
-                     rng.choice((0, 0, 128, 255))) for _ in range(24 * 24)])
+    cursor.putdata(
+        [
+            (
+                rng.randrange(256),
+                rng.randrange(256),
+                rng.randrange(256),
+                rng.choice((0, 0, 128, 255)),
+            )
+            for _ in range(24 * 24)
+        ]
+    )
     return cursor
 
 
-def _filtered_rows(buffer: RowBuffer, raw: bytearray, size: tuple[int, int],
-                   cursor: tuple[Image.Image, tuple[int, int]] | None) -> memoryview | None:
+def _filtered_rows(
+    buffer: RowBuffer,
+    raw: bytearray,
+    size: tuple[int, int],
+    cursor: tuple[Image.Image, tuple[int, int]] | None,
+) -> memoryview | None:
     """What the server does for a PNG: the cursor into the grab, then every row made."""
     blend_cursor(raw, size, cursor)
     rows = buffer.bind(raw, size)
@@ -45,18 +58,21 @@ def _filtered_rows(buffer: RowBuffer, raw: bytearray, size: tuple[int, int],
     return rows
 
 
-def _generic(raw: bytearray, size: tuple[int, int], cursor: Image.Image | None,
-             pos: tuple[int, int]) -> Image.Image:
+def _generic(
+    raw: bytearray, size: tuple[int, int], cursor: Image.Image | None, pos: tuple[int, int]
+) -> Image.Image:
     image = Image.frombuffer("RGB", size, bytes(raw), "raw", "BGRX", 0, 1).copy()
     if cursor is not None:
         image.paste(cursor, pos, cursor)
     return image
 
 
-@pytest.mark.parametrize("size,pos", [((1920, 1080), (901, 457)), ((333, 97), (-7, 90)),
-                                      ((64, 64), (50, -10))])
-def test_rows_match_the_generic_path_cursor_included(size: tuple[int, int],
-                                                     pos: tuple[int, int]) -> None:
+@pytest.mark.parametrize(
+    "size,pos", [((1920, 1080), (901, 457)), ((333, 97), (-7, 90)), ((64, 64), (50, -10))]
+)
+def test_rows_match_the_generic_path_cursor_included(
+    size: tuple[int, int], pos: tuple[int, int]
+) -> None:
     raw, cursor = _bgrx(size, 1), _cursor(2)
     expected = _generic(raw, size, cursor, pos)  # before: the cursor is blended into ``raw``
     buffer = RowBuffer()
@@ -64,7 +80,9 @@ def test_rows_match_the_generic_path_cursor_included(size: tuple[int, int],
     assert rows is not None
     stride = 3 * size[0]
     data = expected.tobytes()
-    assert bytes(rows) == b"".join(b"\0" + data[i:i + stride] for i in range(0, len(data), stride))
+    assert bytes(rows) == b"".join(
+        b"\0" + data[i : i + stride] for i in range(0, len(data), stride)
+    )
     png = ss.encode_png_rows(rows, size, 1)
     with Image.open(io.BytesIO(png)) as decoded:
         assert decoded.mode == "RGB" and decoded.tobytes() == data
@@ -126,8 +144,9 @@ def test_runnable_others_reads_the_hosts_running_threads() -> None:
 
 @pytest.mark.parametrize("size", [(1920, 1080), (1024, 768), (333, 129), (50, 40), (17, 33)])
 @pytest.mark.parametrize("count", [2, 3, 4])
-def test_banded_bgrx_jpeg_decodes_to_the_one_piece_pixels(size: tuple[int, int], count: int,
-                                                          monkeypatch) -> None:
+def test_banded_bgrx_jpeg_decodes_to_the_one_piece_pixels(
+    size: tuple[int, int], count: int, monkeypatch
+) -> None:
     from computer_env.desktop.server.screen import bands, pngrows
 
     pytest.importorskip("simplejpeg")

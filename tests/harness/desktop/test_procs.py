@@ -10,8 +10,14 @@ import threading
 import psutil
 import pytest
 
-from computer_env.procs import (ChildProcesses, descendants, kill_group, parent_pid,
-                                running_since, spawn)
+from computer_env.procs import (
+    ChildProcesses,
+    descendants,
+    kill_group,
+    parent_pid,
+    running_since,
+    spawn,
+)
 from computer_env.retry import RetryPolicy
 from tests.harness.helpers.polling import wait_for
 
@@ -26,8 +32,10 @@ def _alive(pid: int) -> bool:
 def test_spawned_child_has_its_own_group_and_dies_with_its_parent() -> None:
     """A spawned process leads its own group; its own spawned child is SIGKILLed when it dies
     (PR_SET_PDEATHSIG)."""
-    code = ("import time; from computer_env.procs import spawn; "
-            "print(spawn(['sleep', '600']).pid, flush=True); time.sleep(600)")
+    code = (
+        "import time; from computer_env.procs import spawn; "
+        "print(spawn(['sleep', '600']).pid, flush=True); time.sleep(600)"
+    )
     parent = spawn([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     try:
         assert parent.stdout is not None
@@ -104,8 +112,9 @@ def test_retry_policy_delays_cap_and_call() -> None:
     assert slept == [0.1, 0.2]
     calls.clear()
     with pytest.raises(ConnectionError):  # attempts spent: the last error goes up
-        RetryPolicy(attempts=2, backoff=0.1).call(flaky, retry_on=(ConnectionError,),
-                                                  sleep=slept.append)
+        RetryPolicy(attempts=2, backoff=0.1).call(
+            flaky, retry_on=(ConnectionError,), sleep=slept.append
+        )
     assert len(calls) == 2
 
     def bug() -> None:

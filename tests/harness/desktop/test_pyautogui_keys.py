@@ -17,8 +17,10 @@ from tests.harness.helpers.polling import wait_for
 
 pytestmark = [
     pytest.mark.desktop,
-    pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("bwrap"),
-                       reason="the local sandbox needs root and bubblewrap"),
+    pytest.mark.skipif(
+        os.geteuid() != 0 or not shutil.which("bwrap"),
+        reason="the local sandbox needs root and bubblewrap",
+    ),
 ]
 
 TEXT = "".join(c for c in string.printable if c.isprintable())
@@ -30,16 +32,25 @@ def test_every_printable_character_arrives() -> None:
         assert handle is not None
         client = DesktopClient.from_handle(handle)
         try:
-            guest_sh(handle, "nohup xterm -title keys -e sh -c "
-                     "'stty -icanon -echo; cat > /tmp/keys.out' >/dev/null 2>&1 &")
-            wait_for(lambda: "keys" in guest_sh(handle, "wmctrl -l")["output"], timeout=60,
-                     what="the terminal window")
+            guest_sh(
+                handle,
+                "nohup xterm -title keys -e sh -c "
+                "'stty -icanon -echo; cat > /tmp/keys.out' >/dev/null 2>&1 &",
+            )
+            wait_for(
+                lambda: "keys" in guest_sh(handle, "wmctrl -l")["output"],
+                timeout=60,
+                what="the terminal window",
+            )
             guest_sh(handle, "wmctrl -a keys")
             code = f"import pyautogui\npyautogui.typewrite({TEXT!r})\n"
             answer = client.run_python(code, timeout=120)
             assert answer.get("return_code") == 0, answer
-            wait_for(lambda: len(guest_sh(handle, "cat /tmp/keys.out")["output"]) >= len(TEXT),
-                     timeout=60, what="every character in the file")
+            wait_for(
+                lambda: len(guest_sh(handle, "cat /tmp/keys.out")["output"]) >= len(TEXT),
+                timeout=60,
+                what="every character in the file",
+            )
             typed = guest_sh(handle, "cat /tmp/keys.out")["output"]
             wrong = [(want, got) for want, got in zip(TEXT, typed) if want != got]
             assert typed == TEXT, wrong[:10]

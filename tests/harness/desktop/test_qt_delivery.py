@@ -20,17 +20,23 @@ from tests.harness.helpers.polling import wait_for
 
 pytestmark = [
     pytest.mark.desktop,
-    pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("bwrap"),
-                       reason="the local sandbox needs root and bubblewrap"),
+    pytest.mark.skipif(
+        os.geteuid() != 0 or not shutil.which("bwrap"),
+        reason="the local sandbox needs root and bubblewrap",
+    ),
     pytest.mark.skipif(not shutil.which("vlc"), reason="VLC is not installed"),
 ]
 
-CONFIRM = ("from Xlib import display\n"
-           "from computer_env.desktop.server.input.delivery import confirm_delivered\n"
-           "print(confirm_delivered(display.Display()))")
-PING = ("from Xlib import display\n"
-        "from computer_env.desktop.server.input.delivery import ping_window\n"
-        "print(ping_window(display.Display(), {window}, 10))")
+CONFIRM = (
+    "from Xlib import display\n"
+    "from computer_env.desktop.server.input.delivery import confirm_delivered\n"
+    "print(confirm_delivered(display.Display()))"
+)
+PING = (
+    "from Xlib import display\n"
+    "from computer_env.desktop.server.input.delivery import ping_window\n"
+    "print(ping_window(display.Display(), {window}, 10))"
+)
 
 
 @pytest.fixture(scope="module")
@@ -60,7 +66,7 @@ def test_vlc_answers_the_ping_and_a_closed_dialog_is_not_waited_for(client: Any)
     client.launch("VLC_VERBOSE=-1 vlc --no-audio", shell=True)
     vlc = _active(client, "VLC media player")
     assert x_window_state(client)["pong"] is True  # readiness hears VLC
-    assert _last_line(client, CONFIRM) == "True"   # so does each action's confirmation
+    assert _last_line(client, CONFIRM) == "True"  # so does each action's confirmation
     assert client.run_pyautogui("pyautogui.hotkey('ctrl', 'p')").ok
     dialog = _active(client, "Simple Preferences")
     assert dialog != vlc

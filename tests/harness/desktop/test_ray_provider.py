@@ -29,12 +29,15 @@ from tests.harness.helpers.suite import ROOT, SuiteRun, kill_group, run_suite, s
 
 try:
     import ray  # noqa: F401
+
     HAVE_RAY = True
 except ImportError:
     HAVE_RAY = False
-ON_RAY = (pytest.mark.desktop,
-          pytest.mark.skipif(not HAVE_RAY, reason="ray is not installed (pip install -e .[ray])"),
-          pytest.mark.skipif(os.geteuid() != 0, reason="local desktops need root"))
+ON_RAY = (
+    pytest.mark.desktop,
+    pytest.mark.skipif(not HAVE_RAY, reason="ray is not installed (pip install -e .[ray])"),
+    pytest.mark.skipif(os.geteuid() != 0, reason="local desktops need root"),
+)
 F = TypeVar("F", bound=Callable[..., None])
 
 
@@ -44,8 +47,11 @@ def on_ray(test: F) -> F:
         test = mark(test)
     return test
 
-DESKTOP_PROCS = re.compile(r"bwrap|Xvfb|openbox|computer_env\.desktop|DesktopActor|mousepad|"
-                           r"soffice|chromium|xterm")
+
+DESKTOP_PROCS = re.compile(
+    r"bwrap|Xvfb|openbox|computer_env\.desktop|DesktopActor|mousepad|"
+    r"soffice|chromium|xterm"
+)
 APP_NAMES = re.compile(r"^(mousepad|soffice\.bin|chromium|chrome|xterm)$")
 """a task's app (by process name: a sandbox's command line names Chromium's folder too)"""
 
@@ -84,18 +90,21 @@ def leftovers(c: TwoNodeCluster, run: str) -> list[str]:
     namespaces and session cgroups owned by any Ray worker either node ran."""
     workers = c.worker_pids()
     assert workers, "no Ray worker logs found: the leftover check would check nothing"
-    return ([f"actor {a}" for a in c.named_actors() if f"-{run}-" in a]
-            + desktop_processes(c)
-            + [f"netns of {p}" for p in netns.owner_pids() if p in workers]
-            + [f"cgroup {d}" for p in workers for d in session_cgroups(p)])
+    return (
+        [f"actor {a}" for a in c.named_actors() if f"-{run}-" in a]
+        + desktop_processes(c)
+        + [f"netns of {p}" for p in netns.owner_pids() if p in workers]
+        + [f"cgroup {d}" for p in workers for d in session_cgroups(p)]
+    )
 
 
 def assert_nothing_left(c: TwoNodeCluster, run: str, timeout: float = 30) -> None:
     """Nothing of ``run`` is left (at once after a clean end; a killed actor's process may take
     a moment to go)."""
     try:
-        wait_for(lambda: not leftovers(c, run), f"nothing of run {run} to be left", timeout,
-                 interval=1.0)
+        wait_for(
+            lambda: not leftovers(c, run), f"nothing of run {run} to be left", timeout, interval=1.0
+        )
     except AssertionError:
         raise AssertionError(f"left behind: {leftovers(c, run)}") from None
 
@@ -119,12 +128,15 @@ def no_zero(results: dict[str, dict[str, Any]]) -> None:
 def test_embedded_default_never_imports_ray() -> None:
     """The plugin, the settings and the local provider load without Ray (its import is the ray
     provider's alone)."""
-    code = ("import sys, fixtures.run.plugin, fixtures.cases.worker\n"
-            "from computer_env.desktop.providers.registry import provider_class\n"
-            "provider_class('local')\n"
-            "print(sorted(m for m in sys.modules if m == 'ray' or m.startswith('ray.')))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=120, cwd=ROOT)
+    code = (
+        "import sys, fixtures.run.plugin, fixtures.cases.worker\n"
+        "from computer_env.desktop.providers.registry import provider_class\n"
+        "provider_class('local')\n"
+        "print(sorted(m for m in sys.modules if m == 'ray' or m.startswith('ray.')))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip() == "[]", out.stdout
 
@@ -152,10 +164,12 @@ def test_node_door_lets_in_only_its_worker() -> None:
 
 @on_ray
 def test_smoke_suite_on_two_nodes_then_too_few_resources_then_sigterm(
-        tmp_path: Path, cluster: TwoNodeCluster) -> None:
+    tmp_path: Path, cluster: TwoNodeCluster
+) -> None:
     """Each worker with a spare desktop (a second actor): 4 desktops on the cluster's 4."""
-    run = run_suite(tmp_path, "rayrun", *ray_args(cluster, "-n", "2", "--spare-desktop", "on"),
-                    timeout=600)
+    run = run_suite(
+        tmp_path, "rayrun", *ray_args(cluster, "-n", "2", "--spare-desktop", "on"), timeout=600
+    )
     assert run.rc == 0, run.output[-4000:]
     results = run.results()
     assert len(results) == 5, sorted(results)
@@ -167,9 +181,12 @@ def test_smoke_suite_on_two_nodes_then_too_few_resources_then_sigterm(
     assert_nothing_left(cluster, "rayrun")
 
     # 2 workers x 3 'desktop' each = 6 > the cluster's 4: one line, before any task
-    short = run_suite(tmp_path, "rayshort", *ray_args(cluster, "-n", "2",
-                                                      "--ray-resource-amount", "3"),
-                      timeout=300)
+    short = run_suite(
+        tmp_path,
+        "rayshort",
+        *ray_args(cluster, "-n", "2", "--ray-resource-amount", "3"),
+        timeout=300,
+    )
     assert short.rc != 0
     line = next(ln for ln in short.output.splitlines() if "--provider ray:" in ln)
     assert "needs 6 of Ray resource 'desktop'" in line and "has 4" in line, line
@@ -180,8 +197,12 @@ def test_smoke_suite_on_two_nodes_then_too_few_resources_then_sigterm(
     proc = start_suite(tmp_path, "rayterm", *ray_args(cluster, "-n", "2"), log=log)
     try:
         raylets = [cluster.raylet("head"), cluster.raylet("node")]
-        wait_for(lambda: any(app_running(r) for r in raylets), "a case's app on a desktop",
-                 timeout=240, interval=0.2)
+        wait_for(
+            lambda: any(app_running(r) for r in raylets),
+            "a case's app on a desktop",
+            timeout=240,
+            interval=0.2,
+        )
         kill_group(proc, signal.SIGTERM)
         proc.wait(timeout=120)
     finally:
@@ -191,13 +212,15 @@ def test_smoke_suite_on_two_nodes_then_too_few_resources_then_sigterm(
 
 @on_ray
 def test_node_killed_during_a_case_is_rerun_never_zero(
-        tmp_path: Path, cluster: TwoNodeCluster) -> None:
+    tmp_path: Path, cluster: TwoNodeCluster
+) -> None:
     """Each model turn takes 3 s (the reference endpoint's delay fault), so a case plays for
     several seconds on its desktop: the kill lands while a case holds the node's desktop (set-up
     or play), not after a quick case already wrote its score (where no case could see it)."""
     log = tmp_path / "suite.log"
-    proc = start_suite(tmp_path, "raykill", *ray_args(cluster, "-n", "2", "--reference-faults",
-                                                      "delay=3"), log=log)
+    proc = start_suite(
+        tmp_path, "raykill", *ray_args(cluster, "-n", "2", "--reference-faults", "delay=3"), log=log
+    )
     try:
         node_raylet = cluster.raylet("node")
 
@@ -206,8 +229,9 @@ def test_node_killed_during_a_case_is_rerun_never_zero(
                 raise AssertionError(f"the suite ended first: {log.read_text()[-3000:]}")
             return app_running(node_raylet)
 
-        wait_for(app_on_node, "a case's app on the second node's desktop", timeout=240,
-                 interval=0.2)
+        wait_for(
+            app_on_node, "a case's app on the second node's desktop", timeout=240, interval=0.2
+        )
         node_raylet.send_signal(signal.SIGKILL)
         rc = proc.wait(timeout=600)
     except BaseException:
@@ -222,33 +246,51 @@ def test_node_killed_during_a_case_is_rerun_never_zero(
     assert hit, "no case saw the node die"
     # the case the kill hit was rerun on the node that is left (or is unscored); an earlier
     # attempt is always the environment's (a loaded host may rerun another case too)
-    assert any(r["outcome"] == "unscored" or NODE_IP not in r["versions"]["node"]
-               for r in hit), [(r["case_id"], r["versions"]) for r in hit]
+    assert any(r["outcome"] == "unscored" or NODE_IP not in r["versions"]["node"] for r in hit), [
+        (r["case_id"], r["versions"]) for r in hit
+    ]
     assert all(e["infra_category"] for r in hit for e in r["earlier_attempts"]), hit
-    wait_for(lambda: len(cluster.alive_nodes()) == 1, "the killed node to be marked dead",
-             timeout=60, interval=1.0)
+    wait_for(
+        lambda: len(cluster.alive_nodes()) == 1,
+        "the killed node to be marked dead",
+        timeout=60,
+        interval=1.0,
+    )
     assert_nothing_left(cluster, "raykill")
 
     # a provider tells a lost actor (never the agent's doing) from a live one
-    lost = subprocess.run([sys.executable, "-c", HOST_LOST_DRIVER, cluster.address],
-                          capture_output=True, text=True, timeout=180, cwd=ROOT)
+    lost = subprocess.run(
+        [sys.executable, "-c", HOST_LOST_DRIVER, cluster.address],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        cwd=ROOT,
+    )
     assert lost.returncode == 0 and "LOST-OK" in lost.stdout, lost.stderr[-2000:]
 
     # a worker that dies (no teardown at all): Ray ends its actor with it, and the run's end
     # sweep removes the network namespace and cgroup the SIGKILLed actor could not (the driver
     # is a run of the test's own: no other run's sweep removes them first)
     run, run_env = own_run()
-    dying = subprocess.run([sys.executable, "-c", DYING_DRIVER, cluster.address],
-                           capture_output=True, text=True, timeout=180, cwd=ROOT,
-                           env={**os.environ, **run_env})
+    dying = subprocess.run(
+        [sys.executable, "-c", DYING_DRIVER, cluster.address],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        cwd=ROOT,
+        env={**os.environ, **run_env},
+    )
     assert dying.returncode == 0 and "ACTOR" in dying.stdout, dying.stderr[-2000:]
     actor_pid = int(dying.stdout.split("ACTOR")[1].split()[0])
-    wait_for(lambda: not psutil.pid_exists(actor_pid), "the dead driver's actor to end", 60,
-             interval=0.5)
+    wait_for(
+        lambda: not psutil.pid_exists(actor_pid), "the dead driver's actor to end", 60, interval=0.5
+    )
     assert [a for a in cluster.named_actors() if "-dying-" in a] == []
     assert actor_pid in netns.owner_pids(), "the SIGKILLed actor's namespace is left"
-    swept = cluster.query("from computer_env.desktop.providers.ray.cluster import sweep_nodes\n"
-                          f"out = sweep_nodes({cluster.address!r}, run={run.encode()!r})")
+    swept = cluster.query(
+        "from computer_env.desktop.providers.ray.cluster import sweep_nodes\n"
+        f"out = sweep_nodes({cluster.address!r}, run={run.encode()!r})"
+    )
     assert any(v["slots"] for v in swept.values()), swept  # the run's end sweep removed it
     assert actor_pid not in netns.owner_pids()
     assert session_cgroups(actor_pid) == []
@@ -289,8 +331,13 @@ def test_ray_failures_are_the_environments() -> None:
     from ray import exceptions as rx
 
     from computer_env.desktop.providers.ray.cluster import raise_answer, ray_faults
-    from computer_env.errors import (ConfigurationError, DesktopNodeLost, InfraError,
-                                     ResourceLimitError, VMStartError)
+    from computer_env.errors import (
+        ConfigurationError,
+        DesktopNodeLost,
+        InfraError,
+        ResourceLimitError,
+        VMStartError,
+    )
 
     for exc in (rx.ActorDiedError(), rx.RayActorError(), rx.ActorUnavailableError("gone", None)):
         with pytest.raises(DesktopNodeLost) as info, ray_faults("resetting", "desktop", "x:1"):
@@ -305,8 +352,9 @@ def test_ray_failures_are_the_environments() -> None:
     with pytest.raises(VMStartError):  # a name that is no InfraError of ours
         raise_answer({"error": {**error, "cls": "KeyError"}})
     with pytest.raises(ConfigurationError, match="no bwrap"):
-        raise_answer({"error": {"kind": "config", "cls": "ConfigurationError",
-                                "message": "no bwrap"}})
+        raise_answer(
+            {"error": {"kind": "config", "cls": "ConfigurationError", "message": "no bwrap"}}
+        )
     assert raise_answer({"url": "http://n:1"}) == {"url": "http://n:1"}
 
 
@@ -323,10 +371,15 @@ def test_a_worker_on_another_host_is_reached_through_reverse_forwards() -> None:
         service.listen()
         port = service.getsockname()[1]
         actor = object.__new__(DesktopActor)  # the forwarding part alone, no Ray, no desktop
-        actor.same_host, actor.worker_ip, actor.allowed, actor.reverse = False, "127.0.0.1", \
-            {port}, {}
-        actor._reverse(DesktopHandle(url="http://127.0.0.3:5000", token="t",
-                                     guest_host="127.0.0.3"))
+        actor.same_host, actor.worker_ip, actor.allowed, actor.reverse = (
+            False,
+            "127.0.0.1",
+            {port},
+            {},
+        )
+        actor._reverse(
+            DesktopHandle(url="http://127.0.0.3:5000", token="t", guest_host="127.0.0.3")
+        )
         try:
             with socket.create_connection(("127.0.0.3", port), timeout=5) as c:
                 c.sendall(b"asset?")
@@ -359,7 +412,8 @@ class _LostHost:
 
 @pytest.mark.parametrize("lost", [True, False])
 def test_a_desktop_whose_node_died_during_a_code_action_is_never_the_agents_zero(
-        lost: bool) -> None:
+    lost: bool,
+) -> None:
     """A dead desktop after the agent's code action is ``desktop_killed`` (the agent's 0) only
     when its host is still there; a lost Ray node or actor leaves it to the error boundary
     (rerun, then unscored)."""
@@ -371,8 +425,12 @@ def test_a_desktop_whose_node_died_during_a_code_action_is_never_the_agents_zero
 
     attempt = Attempt(number=1)
     pool = SimpleNamespace(provider=_LostHost(lost), limit_breaches=lambda: [])
-    guard = AgentTurnGuard(SimpleNamespace(client=None), pool, attempt,  # type: ignore[arg-type]
-                           task_text("do it"))
+    guard = AgentTurnGuard(
+        SimpleNamespace(client=None),  # type: ignore[arg-type]
+        pool,  # type: ignore[arg-type]
+        attempt,
+        task_text("do it"),
+    )
     attempt.mark_agent_started(guard)
     guard.code_action_error = VMUnreachable("no answer during the code action")
     decided = guard.settle_failure(VMUnreachable("desktop gone"))

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from computer_env.desktop.providers.ports import wait_until_ready
 from computer_env.desktop.providers.local.session import wait_ready
+from computer_env.desktop.providers.ports import wait_until_ready
 from computer_env.errors import VMStartError
 from computer_env.readiness import NotReady, NotYet, wait_until
 from tests.harness.helpers.polling import scaled
@@ -55,14 +55,26 @@ def _free_port() -> int:
 
 
 @contextmanager
-def child_server(tmp_path: Path, *, delay: float, busy: int = 0, status: int = 200,
-                 die: int | None = None) -> Iterator[tuple[subprocess.Popen[bytes], int, Path]]:
+def child_server(
+    tmp_path: Path, *, delay: float, busy: int = 0, status: int = 200, die: int | None = None
+) -> Iterator[tuple[subprocess.Popen[bytes], int, Path]]:
     """A real server process on a free loopback port (its output in a log file); killed after."""
     port, log_file = _free_port(), tmp_path / f"child-{time.monotonic_ns()}.log"
     with open(log_file, "wb") as out:
-        proc = subprocess.Popen([sys.executable, "-c", SERVER, str(port), str(delay), str(busy),
-                                 str(status), "-" if die is None else str(die)],
-                                stdout=out, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                SERVER,
+                str(port),
+                str(delay),
+                str(busy),
+                str(status),
+                "-" if die is None else str(die),
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
     try:
         yield proc, port, log_file
     finally:
@@ -112,8 +124,9 @@ def test_a_child_that_dies_ends_the_wait_at_once(tmp_path: Path) -> None:
         waited = time.monotonic() - t0
     exc = info.value
     assert exc.exit_code == 3 and exc.ended and exc.gone is None
-    assert str(exc).startswith("dying server exited with code 3 before it answered (last: "
-                               "ConnectionRefusedError")
+    assert str(exc).startswith(
+        "dying server exited with code 3 before it answered (last: ConnectionRefusedError"
+    )
     assert waited < scaled(30)  # far from the 120 s deadline
 
 
@@ -130,14 +143,21 @@ def test_a_server_that_never_answers_times_out_naming_it(tmp_path: Path) -> None
     with child_server(tmp_path, delay=3600) as (proc, port, _):
         t0 = time.monotonic()
         with pytest.raises(NotReady) as info:
-            wait_until(lambda: _get(port), timeout_s=1.5, what="silent server", child=proc,
-                       interval_s=0.05, max_interval_s=0.2)
+            wait_until(
+                lambda: _get(port),
+                timeout_s=1.5,
+                what="silent server",
+                child=proc,
+                interval_s=0.05,
+                max_interval_s=0.2,
+            )
         waited = time.monotonic() - t0
         assert proc.poll() is None
     exc = info.value
     assert exc.exit_code is None and not exc.ended
-    assert str(exc).startswith("silent server did not answer within 1.5 s (last: "
-                               "ConnectionRefusedError")
+    assert str(exc).startswith(
+        "silent server did not answer within 1.5 s (last: ConnectionRefusedError"
+    )
     assert 1.5 <= waited < 10 and exc.waited_s >= 1.5
 
 
@@ -152,8 +172,9 @@ def test_a_check_that_returns_none_then_a_value() -> None:
 
 def test_guest_wait_returns_when_the_screenshot_comes(tmp_path: Path) -> None:
     with child_server(tmp_path, delay=1.0, busy=1) as (_, port, _):
-        waited = wait_until_ready(f"http://127.0.0.1:{port}", "t", timeout=60, what="guest",
-                                  interval=0.05)
+        waited = wait_until_ready(
+            f"http://127.0.0.1:{port}", "t", timeout=60, what="guest", interval=0.05
+        )
     assert waited >= 1.0
 
 
@@ -164,10 +185,19 @@ def test_guest_wait_stops_when_the_guest_is_gone(tmp_path: Path) -> None:
             return None if proc.poll() is None else f"container exited ({proc.returncode})"
 
         t0 = time.monotonic()
-        with pytest.raises(VMStartError, match=r"^guest stopped before its server answered: "
-                                               r"container exited \(137\)$"):
-            wait_until_ready(f"http://127.0.0.1:{port}", None, timeout=120, what="guest",
-                             interval=0.05, still_starting=gone)
+        with pytest.raises(
+            VMStartError,
+            match=r"^guest stopped before its server answered: "
+            r"container exited \(137\)$",
+        ):
+            wait_until_ready(
+                f"http://127.0.0.1:{port}",
+                None,
+                timeout=120,
+                what="guest",
+                interval=0.05,
+                still_starting=gone,
+            )
     assert time.monotonic() - t0 < scaled(30)
 
 
@@ -181,8 +211,11 @@ def test_guest_wait_fails_at_once_on_a_refused_token(tmp_path: Path) -> None:
 
 def test_guest_wait_times_out_with_the_last_problem(tmp_path: Path) -> None:
     with child_server(tmp_path, delay=3600) as (_, port, _):
-        with pytest.raises(VMStartError, match=r"did not return a screenshot within 2s "
-                                               r"\(last: ConnectError"):
+        with pytest.raises(
+            VMStartError,
+            match=r"did not return a screenshot within 2s "
+            r"\(last: ConnectError",
+        ):
             wait_until_ready(f"http://127.0.0.1:{port}", None, timeout=2, what="guest")
 
 
@@ -191,8 +224,11 @@ def test_session_wait_ready_answers_late_and_reports_a_dead_session(tmp_path: Pa
         wait_ready("127.0.0.1", port, "t", proc, timeout=60, log_file=log_file)
         assert proc.poll() is None
     with child_server(tmp_path, delay=0.5, die=3) as (proc, port, log_file):
-        with pytest.raises(VMStartError, match=r"^desktop session exited \(3\) before its "
-                                               r"server answered$") as info:
+        with pytest.raises(
+            VMStartError,
+            match=r"^desktop session exited \(3\) before its "
+            r"server answered$",
+        ) as info:
             wait_ready("127.0.0.1", port, "t", proc, timeout=120, log_file=log_file)
     assert info.value.detail == "child server starting\nchild server gives up\n"
     with child_server(tmp_path, delay=0, busy=1000) as (proc, port, log_file):

@@ -26,8 +26,11 @@ ROOT = Path(__file__).resolve().parents[3]
 
 
 def _desktop_env_modules() -> dict[str, object]:
-    return {m: mod for m, mod in sys.modules.items()
-            if m == "desktop_env" or m.startswith("desktop_env.")}
+    return {
+        m: mod
+        for m, mod in sys.modules.items()
+        if m == "desktop_env" or m.startswith("desktop_env.")
+    }
 
 
 @pytest.fixture
@@ -69,8 +72,10 @@ def guest_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str
         pytest.skip("Xvfb is not installed")
     tmp = tmp_path_factory.mktemp("remote")
     read_fd, write_fd = os.pipe()
-    xvfb = spawn(["Xvfb", "-displayfd", str(write_fd), "-screen", "0", "800x600x24",
-                  "-nolisten", "tcp"], pass_fds=(write_fd,))
+    xvfb = spawn(
+        ["Xvfb", "-displayfd", str(write_fd), "-screen", "0", "800x600x24", "-nolisten", "tcp"],
+        pass_fds=(write_fd,),
+    )
     os.close(write_fd)
     server = None
     try:
@@ -79,9 +84,22 @@ def guest_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str
         token = secrets.token_urlsafe(16)
         port_file = tmp / "port"
         env = {**os.environ, "DISPLAY": display, "DESKTOP_SERVER_TOKEN": token, "HOME": str(tmp)}
-        server = spawn([sys.executable, "-m", "computer_env.desktop.server", "--host",
-                        "127.0.0.1", "--port", "0", "--port-file", str(port_file), "--no-warm"],
-                       env=env, cwd=ROOT)
+        server = spawn(
+            [
+                sys.executable,
+                "-m",
+                "computer_env.desktop.server",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                "0",
+                "--port-file",
+                str(port_file),
+                "--no-warm",
+            ],
+            env=env,
+            cwd=ROOT,
+        )
         port = _port(port_file, server, "the guest server", 30)
         yield f"http://127.0.0.1:{port}", token
     finally:
@@ -134,7 +152,8 @@ def test_remote_provider_picks_url_by_worker_number() -> None:
 
 @pytest.mark.usefixtures("own_desktop_env")
 def test_osworld_cloud_without_desktop_env_fails_clearly(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # desktop_env is installed by make setup: hide it (and the checkout) from the import system
     sys.modules["desktop_env"] = None  # type: ignore[assignment]  # own_desktop_env undoes it
     provider = OSWorldCloudProvider("aws", osworld_root=tmp_path, region="us-east-1")
@@ -178,7 +197,8 @@ def create_vm_manager_and_provider(provider_name, region, use_proxy=False):
 
 @pytest.mark.usefixtures("own_desktop_env")
 def test_osworld_cloud_adapter_follows_the_provider_interface(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, guest_server: tuple[str, str]) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, guest_server: tuple[str, str]
+) -> None:
     """Uses a test double of OSWorld's providers package (clouds are unreachable here); the VM
     address it reports is the real loopback guest server (OSWorld's server answers without a
     token; ours needs one, so readiness is checked against a server started for this test)."""
@@ -193,17 +213,23 @@ def test_osworld_cloud_adapter_follows_the_provider_interface(
     from computer_env.desktop.providers import osworld_cloud
 
     real_wait = osworld_cloud.wait_until_ready
-    monkeypatch.setattr(osworld_cloud, "wait_until_ready",
-                        lambda u, _tok, **kw: real_wait(u, guest_server[1], **kw))
-    provider = OSWorldCloudProvider("fakecloud", osworld_root=tmp_path, region="r1",
-                                    ready_timeout=5)
+    monkeypatch.setattr(
+        osworld_cloud, "wait_until_ready", lambda u, _tok, **kw: real_wait(u, guest_server[1], **kw)
+    )
+    provider = OSWorldCloudProvider(
+        "fakecloud", osworld_root=tmp_path, region="r1", ready_timeout=5
+    )
     handle = provider.start()
     assert handle.url == url and handle.token is None and handle.provider == "osworld:fakecloud"
     provider.reset()
     provider.close()
     calls = sys.modules["desktop_env.providers"].CALLS
-    assert calls == [("get_vm_path", "Ubuntu", "r1"), ("start", "vm-1"),
-                     ("revert", "vm-1", "init_state"), ("stop", "vm-2")]
+    assert calls == [
+        ("get_vm_path", "Ubuntu", "r1"),
+        ("start", "vm-1"),
+        ("revert", "vm-1", "init_state"),
+        ("stop", "vm-2"),
+    ]
     with pytest.raises(ConfigurationError, match="no provider"):
         OSWorldCloudProvider("othercloud", osworld_root=tmp_path).start()
 
@@ -213,9 +239,13 @@ def test_osworld_cloud_without_its_sdk_fails_clearly(monkeypatch: pytest.MonkeyP
     """OSWorld's package is installed without its cloud SDKs: asking for a cloud provider whose
     SDK is absent is a configuration error naming the module, not a traceback."""
     import importlib.util
+
     # the installed package, not a test double's checkout left on sys.path by another test
-    monkeypatch.setattr(sys, "path", [p for p in sys.path if "site-packages" in p
-                                      or not (Path(p) / "desktop_env").exists()])
+    monkeypatch.setattr(
+        sys,
+        "path",
+        [p for p in sys.path if "site-packages" in p or not (Path(p) / "desktop_env").exists()],
+    )
     if importlib.util.find_spec("desktop_env") is None or importlib.util.find_spec("boto3"):
         pytest.skip("needs desktop_env installed without boto3 (what make setup installs)")
     provider = OSWorldCloudProvider("aws", region="us-east-1")

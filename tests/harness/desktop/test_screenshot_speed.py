@@ -22,8 +22,8 @@ from PIL import Image, ImageChops
 
 from computer_env.desktop.client import DesktopClient
 from computer_env.desktop.server.screen import screenshot as ss
-from tests.harness.helpers.xdesktop import GuestServer, XDesktop
 from tests.harness.helpers.pixels import rgb
+from tests.harness.helpers.xdesktop import GuestServer, XDesktop
 
 WIDTH, HEIGHT, TILE = 1920, 1080, 32
 CURSOR_BOX = 64  # pixels around the hotspot that the cursor may cover
@@ -42,7 +42,8 @@ def _tiles(width: int, height: int, seed: int = 7) -> Image.Image:
 
 def _set_root_background(display: str, image: Image.Image) -> None:
     """Make ``image`` the root window's background (python-xlib, ZPixmap BGRX strips)."""
-    from Xlib import X, display as xdisplay
+    from Xlib import X
+    from Xlib import display as xdisplay
 
     d = xdisplay.Display(display)
     try:
@@ -53,8 +54,17 @@ def _set_root_background(display: str, image: Image.Image) -> None:
         rows = 8  # keep each PutImage request well under the core protocol's size limit
         for top in range(0, image.height, rows):
             strip = image.crop((0, top, image.width, min(image.height, top + rows)))
-            pixmap.put_image(gc, 0, top, strip.width, strip.height, X.ZPixmap,
-                             screen.root_depth, 0, strip.tobytes("raw", "BGRX"))
+            pixmap.put_image(
+                gc,
+                0,
+                top,
+                strip.width,
+                strip.height,
+                X.ZPixmap,
+                screen.root_depth,
+                0,
+                strip.tobytes("raw", "BGRX"),
+            )
         root.change_attributes(background_pixmap=pixmap)
         root.clear_area(0, 0, 0, 0)
         d.sync()
@@ -85,8 +95,12 @@ def _mask_box(image: Image.Image, box: tuple[int, int, int, int]) -> Image.Image
 
 
 def _cursor_box(x: int, y: int) -> tuple[int, int, int, int]:
-    return (max(0, x - CURSOR_BOX), max(0, y - CURSOR_BOX),
-            min(WIDTH, x + CURSOR_BOX), min(HEIGHT, y + CURSOR_BOX))
+    return (
+        max(0, x - CURSOR_BOX),
+        max(0, y - CURSOR_BOX),
+        min(WIDTH, x + CURSOR_BOX),
+        min(HEIGHT, y + CURSOR_BOX),
+    )
 
 
 @pytest.fixture(scope="module")
@@ -113,8 +127,9 @@ def _move(client: DesktopClient, x: int, y: int) -> None:
 # -- end to end: the real server on a real X display ------------------------------------------
 
 
-def test_png_is_lossless_outside_the_cursor_and_draws_it(client: DesktopClient,
-                                                        desk: XDesktop) -> None:
+def test_png_is_lossless_outside_the_cursor_and_draws_it(
+    client: DesktopClient, desk: XDesktop
+) -> None:
     x, y = 901, 457  # inside a tile, away from the edges
     _move(client, x, y)
     shot = _decode(client.screenshot("png"))
@@ -131,8 +146,9 @@ def test_png_is_lossless_outside_the_cursor_and_draws_it(client: DesktopClient,
     assert abs(left - x) <= 32 and abs(top - y) <= 32, (left, top)
 
 
-def test_cursor_follows_the_pointer_and_is_clipped_at_the_edge(client: DesktopClient,
-                                                               desk: XDesktop) -> None:
+def test_cursor_follows_the_pointer_and_is_clipped_at_the_edge(
+    client: DesktopClient, desk: XDesktop
+) -> None:
     _move(client, WIDTH - 2, HEIGHT - 2)  # most of the cursor image is off screen
     shot = _decode(client.screenshot("png"))
     raw = _raw_grab(desk.display)
@@ -146,8 +162,9 @@ def test_cursor_follows_the_pointer_and_is_clipped_at_the_edge(client: DesktopCl
 
 
 @pytest.mark.parametrize(("fmt", "pil"), [("jpeg", "JPEG"), ("webp", "WEBP")])
-def test_lossy_formats_keep_size_and_colours(client: DesktopClient, desk: XDesktop, fmt: str,
-                                            pil: str) -> None:
+def test_lossy_formats_keep_size_and_colours(
+    client: DesktopClient, desk: XDesktop, fmt: str, pil: str
+) -> None:
     _move(client, 5, 5)
     shot = _decode(client.screenshot(fmt, 90))
     raw = _raw_grab(desk.display)
@@ -210,8 +227,13 @@ def test_grabber_survives_its_x_connection_being_killed(desk: XDesktop) -> None:
         old = grabber._sct
         impl = getattr(old, "_impl", old)
         resource = int(impl._shmseg.value)  # an XID of the grabber's connection
-        killed = subprocess.run(["xkill", "-display", desk.display, "-id", hex(resource)],
-                                capture_output=True, text=True, timeout=10, check=False)
+        killed = subprocess.run(
+            ["xkill", "-display", desk.display, "-id", hex(resource)],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        )
         assert killed.returncode == 0, killed.stderr
         after = _decode(grabber.screenshot("png").data)
         assert after.size == before.size == (WIDTH, HEIGHT)
@@ -236,10 +258,12 @@ def test_in_place_grab_gives_the_pixels_of_mss_own_grab(desk: XDesktop) -> None:
         copied.close()
 
 
-def test_in_place_grab_failing_falls_back_to_mss(desk: XDesktop,
-                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_in_place_grab_failing_falls_back_to_mss(
+    desk: XDesktop, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """An X error in the in-place grab costs nothing but speed: mss's own grab answers, and
     after a few failures in a row the in-place path stays off."""
+
     def refuse(*_args: object) -> None:
         raise RuntimeError("the X server refused the grab")
 
@@ -251,8 +275,9 @@ def test_in_place_grab_failing_falls_back_to_mss(desk: XDesktop,
         assert not grabber._shm.enabled and grabber._shm._buf is None
         raw = _raw_grab(desk.display)
         diff = ImageChops.difference(shots[-1], raw).getbbox()
-        assert diff is None or (diff[2] - diff[0] <= 2 * CURSOR_BOX
-                                and diff[3] - diff[1] <= 2 * CURSOR_BOX)
+        assert diff is None or (
+            diff[2] - diff[0] <= 2 * CURSOR_BOX and diff[3] - diff[1] <= 2 * CURSOR_BOX
+        )
     finally:
         grabber.close()
 
@@ -262,8 +287,9 @@ def test_in_place_grab_failing_falls_back_to_mss(desk: XDesktop,
 
 def _noise(width: int, height: int, mode: str = "RGB") -> Image.Image:
     rng = random.Random(width * 7919 + height)
-    return Image.frombytes(mode, (width, height),
-                           bytes(rng.randrange(256) for _ in range(width * height * len(mode))))
+    return Image.frombytes(
+        mode, (width, height), bytes(rng.randrange(256) for _ in range(width * height * len(mode)))
+    )
 
 
 @pytest.mark.parametrize("size", [(1, 1), (7, 3), (333, 1), (1, 200), (641, 97)])
@@ -279,9 +305,9 @@ def test_png_writer_round_trips_exactly(size: tuple[int, int], level: int) -> No
     pos = 8
     kinds = []
     while pos < len(data):
-        (length,) = struct.unpack(">I", data[pos:pos + 4])
-        kind, body = data[pos + 4:pos + 8], data[pos + 8:pos + 8 + length]
-        (crc,) = struct.unpack(">I", data[pos + 8 + length:pos + 12 + length])
+        (length,) = struct.unpack(">I", data[pos : pos + 4])
+        kind, body = data[pos + 4 : pos + 8], data[pos + 8 : pos + 8 + length]
+        (crc,) = struct.unpack(">I", data[pos + 8 + length : pos + 12 + length])
         assert crc == zlib.crc32(kind + body)
         kinds.append(kind)
         pos += 12 + length
@@ -289,7 +315,8 @@ def test_png_writer_round_trips_exactly(size: tuple[int, int], level: int) -> No
 
 
 def test_png_writer_converts_other_modes_and_both_backends_agree(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     rgba = _noise(50, 40, "RGBA")
     assert _decode(ss.encode_png(rgba)).tobytes() == rgba.convert("RGB").tobytes()
     image = _noise(300, 200)

@@ -124,8 +124,7 @@ def test_a_code_action_error_from_a_well_desktop_is_the_agents_result() -> None:
         with DesktopClient(stand_in.url, TOKEN, retries=0) as client:
             result = run_code(client, "bash", "printf '\\xff'", timeout_s=10)
         assert result.info["exit_code"] is None and not result.info["timed_out"]
-        assert "could not run the script" in result.output and "UnicodeDecodeError" in \
-            result.output
+        assert "could not run the script" in result.output and "UnicodeDecodeError" in result.output
     finally:
         stand_in.close()
 
@@ -133,8 +132,10 @@ def test_a_code_action_error_from_a_well_desktop_is_the_agents_result() -> None:
 def test_a_code_action_error_from_an_impersonator_is_raised() -> None:
     stand_in = GuestStandIn("u" * 43)
     try:
-        with DesktopClient(stand_in.url, TOKEN, retries=0) as client, \
-                pytest.raises(DesktopRequestError):
+        with (
+            DesktopClient(stand_in.url, TOKEN, retries=0) as client,
+            pytest.raises(DesktopRequestError),
+        ):
             run_code(client, "bash", "true", timeout_s=10)
     finally:
         stand_in.close()

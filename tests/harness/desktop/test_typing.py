@@ -14,7 +14,6 @@ import itertools
 import json
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -38,8 +37,9 @@ JSON = {"Content-Type": "application/json"}
 
 
 def _post(server: GuestServer, path: str, payload: Any) -> requests.Response:
-    return requests.post(server.url + path, headers={**server.headers, **JSON},
-                         data=json.dumps(payload), timeout=120)
+    return requests.post(
+        server.url + path, headers={**server.headers, **JSON}, data=json.dumps(payload), timeout=120
+    )
 
 
 def _focus(desk: XDesktop, title: str) -> None:
@@ -49,8 +49,13 @@ def _focus(desk: XDesktop, title: str) -> None:
 
     def focused() -> bool:
         nonlocal asked
-        out = subprocess.run(["xdotool", "getwindowfocus", "getwindowname"], env=desk.env,
-                             capture_output=True, text=True, check=False).stdout
+        out = subprocess.run(
+            ["xdotool", "getwindowfocus", "getwindowname"],
+            env=desk.env,
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout
         if title in out:
             return True
         if time.monotonic() - asked > 1.0:  # ask again: a request made while mapping can be lost
@@ -75,8 +80,9 @@ def type_into_mousepad(server: GuestServer, desk: XDesktop, text: str, name: str
     _focus(desk, note.name)
     _type(server, text)
     _post(server, "/actions", {"code": "pyautogui.hotkey('ctrl', 's')"})
-    saved = wait_for(lambda: note.read_text(encoding="utf-8"), f"mousepad to save {note}", 15,
-                     interval=0.05)
+    saved = wait_for(
+        lambda: note.read_text(encoding="utf-8"), f"mousepad to save {note}", 15, interval=0.05
+    )
     _post(server, "/setup/close_window", {"window_name": note.name})
     return saved.removesuffix("\n")
 
@@ -85,15 +91,39 @@ def type_into_xterm(server: GuestServer, desk: XDesktop, text: str, name: str) -
     """Type ``text`` and Return into a shell's ``read`` in xterm; the line it wrote to a file."""
     out = server.home / f"{name}.txt"
     script = f'IFS= read -r line && printf %s "$line" > {out}.tmp && mv {out}.tmp {out}'
-    _post(server, "/setup/launch",
-          {"command": ["xterm", "-u8", "-T", name, "-e", "bash", "--norc", "--noprofile", "-c", script]})
+    _post(
+        server,
+        "/setup/launch",
+        {
+            "command": [
+                "xterm",
+                "-u8",
+                "-T",
+                name,
+                "-e",
+                "bash",
+                "--norc",
+                "--noprofile",
+                "-c",
+                script,
+            ]
+        },
+    )
     _focus(desk, name)
     _type(server, text + "\n")
-    return str(wait_for(lambda: out.exists() and out.read_text(encoding="utf-8"),
-                        f"xterm to write {out}", 15, interval=0.05))
+    return str(
+        wait_for(
+            lambda: out.exists() and out.read_text(encoding="utf-8"),
+            f"xterm to write {out}",
+            15,
+            interval=0.05,
+        )
+    )
 
 
-needs_mousepad = pytest.mark.skipif(not shutil.which("mousepad"), reason="mousepad is not installed")
+needs_mousepad = pytest.mark.skipif(
+    not shutil.which("mousepad"), reason="mousepad is not installed"
+)
 needs_xterm = pytest.mark.skipif(not shutil.which("xterm"), reason="xterm is not installed")
 
 
@@ -105,7 +135,9 @@ def desk() -> Iterator[XDesktop]:
 
 @pytest.fixture(scope="module")
 def server(desk: XDesktop, tmp_path_factory: pytest.TempPathFactory) -> Iterator[GuestServer]:
-    with GuestServer(desk.env, tmp_path_factory.mktemp("typing") / "home", extra_args=["--no-warm"]) as s:
+    with GuestServer(
+        desk.env, tmp_path_factory.mktemp("typing") / "home", extra_args=["--no-warm"]
+    ) as s:
         yield s
 
 
@@ -126,7 +158,9 @@ def test_mixed_unicode_into_xterm(server: GuestServer, desk: XDesktop, rep: int)
 
 @pytest.mark.desktop
 @needs_mousepad
-def test_combining_marks_and_more_characters_than_free_keys(server: GuestServer, desk: XDesktop) -> None:
+def test_combining_marks_and_more_characters_than_free_keys(
+    server: GuestServer, desk: XDesktop
+) -> None:
     assert type_into_mousepad(server, desk, MANY, "many") == MANY
 
 
@@ -139,7 +173,9 @@ def test_newlines_are_return_presses(server: GuestServer, desk: XDesktop) -> Non
 
 @pytest.mark.desktop
 @needs_mousepad
-def test_bound_characters_are_typed_without_keymap_changes(server: GuestServer, desk: XDesktop) -> None:
+def test_bound_characters_are_typed_without_keymap_changes(
+    server: GuestServer, desk: XDesktop
+) -> None:
     """Once its characters have places in the keymap, typing a text changes the keymap 0 times
     (xdotool's own bind-press-revert caused two MappingNotify events per non-ASCII character)."""
     with mapping_notifications(desk.env["DISPLAY"]) as count:
@@ -230,8 +266,12 @@ def test_ping_tells_gtk_apps_from_xterm(server: GuestServer, desk: XDesktop) -> 
 
 
 def test_lone_surrogate_is_a_400(server: GuestServer) -> None:
-    r = requests.post(server.url + "/type", headers={**server.headers, **JSON},
-                      data='{"text": "a\\ud800b"}', timeout=30)
+    r = requests.post(
+        server.url + "/type",
+        headers={**server.headers, **JSON},
+        data='{"text": "a\\ud800b"}',
+        timeout=30,
+    )
     assert r.status_code == 400 and "Unicode" in r.json()["message"]
 
 
@@ -240,7 +280,10 @@ def _measure(reps: int) -> None:
     apps = {"mousepad": type_into_mousepad, "xterm": type_into_xterm}
     texts = {"mixed": MIXED, "many": MANY}
     root = Path(tempfile.mkdtemp(prefix="typing-measure-"))
-    with XDesktop(1280, 720, a11y=True) as d, GuestServer(d.env, root / "home", extra_args=["--no-warm"]) as s:
+    with (
+        XDesktop(1280, 720, a11y=True) as d,
+        GuestServer(d.env, root / "home", extra_args=["--no-warm"]) as s,
+    ):
         try:
             for (app, run), (label, text) in itertools.product(apps.items(), texts.items()):
                 ok = 0

@@ -15,6 +15,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_typing import type_into_mousepad, type_into_xterm  # noqa: E402
+
 from tests.harness.helpers.xdesktop import GuestServer, XDesktop  # noqa: E402
 
 LINES = "\n".join(f"line {i}: x = {i * 7}; // ok" for i in range(12))
@@ -28,8 +29,9 @@ def desk() -> Iterator[XDesktop]:
 
 @pytest.fixture(scope="module")
 def server(desk: XDesktop, tmp_path_factory: pytest.TempPathFactory) -> Iterator[GuestServer]:
-    with GuestServer(desk.env, tmp_path_factory.mktemp("lines") / "home",
-                     extra_args=["--no-warm"]) as s:
+    with GuestServer(
+        desk.env, tmp_path_factory.mktemp("lines") / "home", extra_args=["--no-warm"]
+    ) as s:
         yield s
 
 
@@ -42,8 +44,10 @@ def test_many_lines_into_mousepad(server: GuestServer, desk: XDesktop) -> None:
 @pytest.mark.desktop
 @pytest.mark.skipif(not shutil.which("xterm"), reason="xterm is not installed")
 def test_a_line_and_its_return_into_xterm(server: GuestServer, desk: XDesktop) -> None:
-    assert type_into_xterm(server, desk, "echo 'a b' > /dev/null # ✓", "xline") == \
-        "echo 'a b' > /dev/null # ✓"
+    assert (
+        type_into_xterm(server, desk, "echo 'a b' > /dev/null # ✓", "xline")
+        == "echo 'a b' > /dev/null # ✓"
+    )
 
 
 @pytest.mark.desktop

@@ -21,11 +21,15 @@ from computer_env.desktop.server.x11.xwatch import XWatch
 from tests.harness.helpers.polling import scaled, wait_for
 from tests.harness.helpers.suite import CHAOS, ROOT, first_smoke_tasks, run_suite, task_list_file
 
-GRAB = ("import ctypes,sys,time;x=ctypes.CDLL('libX11.so.6');x.XOpenDisplay.restype=ctypes.c_void_p;"
-        "d=ctypes.c_void_p(x.XOpenDisplay(None));x.XGrabServer(d);x.XSync(d,0);"
-        "print('grabbed',flush=True);time.sleep(600)")
-HOLD = ("import ctypes,time;x=ctypes.CDLL('libX11.so.6');x.XOpenDisplay.restype=ctypes.c_void_p;"
-        "d=ctypes.c_void_p(x.XOpenDisplay(None));print('open',flush=True);time.sleep(600)")
+GRAB = (
+    "import ctypes,sys,time;x=ctypes.CDLL('libX11.so.6');x.XOpenDisplay.restype=ctypes.c_void_p;"
+    "d=ctypes.c_void_p(x.XOpenDisplay(None));x.XGrabServer(d);x.XSync(d,0);"
+    "print('grabbed',flush=True);time.sleep(600)"
+)
+HOLD = (
+    "import ctypes,time;x=ctypes.CDLL('libX11.so.6');x.XOpenDisplay.restype=ctypes.c_void_p;"
+    "d=ctypes.c_void_p(x.XOpenDisplay(None));print('open',flush=True);time.sleep(600)"
+)
 
 needs_xvfb = pytest.mark.skipif(not shutil.which("Xvfb"), reason="needs Xvfb")
 
@@ -34,9 +38,21 @@ needs_xvfb = pytest.mark.skipif(not shutil.which("Xvfb"), reason="needs Xvfb")
 def xvfb(tmp_path: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     """A fresh Xvfb on a free display: ``(display, process)``."""
     read, write = os.pipe()
-    proc = subprocess.Popen(["Xvfb", "-displayfd", str(write), "-screen", "0", "640x480x24",
-                             "-nolisten", "tcp", "-noreset"], pass_fds=(write,),
-                            stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [
+            "Xvfb",
+            "-displayfd",
+            str(write),
+            "-screen",
+            "0",
+            "640x480x24",
+            "-nolisten",
+            "tcp",
+            "-noreset",
+        ],
+        pass_fds=(write,),
+        stderr=subprocess.DEVNULL,
+    )
     os.close(write)
     with os.fdopen(read) as f:
         display = ":" + f.readline().strip()
@@ -49,15 +65,20 @@ def xvfb(tmp_path: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
 
 
 def _client(display: str, code: str, ready: str) -> subprocess.Popen[str]:
-    proc = subprocess.Popen([sys.executable, "-c", code], env={**os.environ, "DISPLAY": display},
-                            stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code],
+        env={**os.environ, "DISPLAY": display},
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert proc.stdout is not None and proc.stdout.readline().strip() == ready
     return proc
 
 
 @needs_xvfb
 def test_a_grab_is_found_and_its_client_killed_in_seconds(
-        xvfb: tuple[str, subprocess.Popen[bytes]]) -> None:
+    xvfb: tuple[str, subprocess.Popen[bytes]],
+) -> None:
     display, x = xvfb
     watch = XWatch(display, x.pid, nested=False)
     bystander = _client(display, HOLD, "open")
@@ -80,7 +101,8 @@ def test_a_grab_is_found_and_its_client_killed_in_seconds(
 
 @needs_xvfb
 def test_a_grab_held_by_the_servers_own_side_is_listed_not_counted_and_nothing_killed(
-        xvfb: tuple[str, subprocess.Popen[bytes]]) -> None:
+    xvfb: tuple[str, subprocess.Popen[bytes]],
+) -> None:
     """``nested``: only the nest's processes are the desktop's side; a grabber in this
     process's own pid namespace (here: the test's child) is never killed, and the grab is not
     the agent's (``released`` false, not in the count the harness reads)."""
@@ -99,7 +121,8 @@ def test_a_grab_held_by_the_servers_own_side_is_listed_not_counted_and_nothing_k
 
 @needs_xvfb
 def test_a_stopped_x_server_is_no_grab_and_kills_nothing(
-        xvfb: tuple[str, subprocess.Popen[bytes]]) -> None:
+    xvfb: tuple[str, subprocess.Popen[bytes]],
+) -> None:
     display, x = xvfb
     watch = XWatch(display, x.pid, nested=False, threshold_s=0.5)
     bystander = _client(display, HOLD, "open")
@@ -116,13 +139,23 @@ def test_a_stopped_x_server_is_no_grab_and_kills_nothing(
 
 
 @pytest.mark.desktop
-@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("bwrap"),
-                    reason="the local sandbox needs root and bubblewrap")
+@pytest.mark.skipif(
+    os.geteuid() != 0 or not shutil.which("bwrap"),
+    reason="the local sandbox needs root and bubblewrap",
+)
 def test_an_x_server_stopped_from_the_host_stays_the_environments(tmp_path: Path) -> None:
     tasks = first_smoke_tasks(1, exclude_domains=("chrome",))
-    run = run_suite(tmp_path, "stopx", "--task-list", str(task_list_file(tmp_path, tasks)),
-                    "-n0", *CHAOS, "--infra-rerun-delay", "0",
-                    env={"PYTHONPATH": str(ROOT), "CHAOS_STOP_X": "agent"})
+    run = run_suite(
+        tmp_path,
+        "stopx",
+        "--task-list",
+        str(task_list_file(tmp_path, tasks)),
+        "-n0",
+        *CHAOS,
+        "--infra-rerun-delay",
+        "0",
+        env={"PYTHONPATH": str(ROOT), "CHAOS_STOP_X": "agent"},
+    )
     (result,) = run.results().values()
     assert result["attempts"] == 2, result  # the stopped desktop's attempt was rerun
     assert result["outcome"] == "passed", result["message"]

@@ -23,15 +23,28 @@ CASE = "os/os-create-report-file"
 
 
 def test_a_builtin_run_writes_its_card_and_the_summary_carries_it(tmp_path: Path) -> None:
-    run = run_suite(tmp_path, "carded", "-k", "os-create-report-file", "-n", "1", "-v",
-                    "--temperature", "0.4", "--max-steps", "15", timeout=900)
+    run = run_suite(
+        tmp_path,
+        "carded",
+        "-k",
+        "os-create-report-file",
+        "-n",
+        "1",
+        "-v",
+        "--temperature",
+        "0.4",
+        "--max-steps",
+        "15",
+        timeout=900,
+    )
     assert run.rc == 0, run.output[-4000:]
     assert set(run.results()) == {CASE}
     card = json.loads((run.run_dir / "card.json").read_text())
     assert card == run.summary["card"]
     assert card["complete"] is True and card["run"] == "carded"
     assert card["model"]["plays"] == "reference" and card["model"]["cases_by_model"] == {
-        "reference-policy": 1}
+        "reference-policy": 1
+    }
     assert (card["sampling"]["temperature"], card["sampling"]["max_steps"]) == (0.4, 15)
     task_file = BUILTIN_ROOT / "examples" / f"{CASE}.json"
     sha = hashlib.sha256(task_file.read_bytes()).hexdigest()
@@ -45,16 +58,28 @@ def test_a_builtin_run_writes_its_card_and_the_summary_carries_it(tmp_path: Path
     assert any("reference endpoint played" in r for r in verified["reasons"])
     assert any("embedded desktop" in r for r in verified["reasons"])
     # the header (before any case), the summary and the report's first screen
-    header = run.output[:run.output.index("benchmark summary")]
+    header = run.output[: run.output.index("benchmark summary")]
     assert "holo-bench: card: sampling temperature 0.4" in header
     assert "holo-bench: card: model the reference endpoint" in header
-    summary = run.output[run.output.index("benchmark summary"):]
+    summary = run.output[run.output.index("benchmark summary") :]
     assert verified["line"] in summary and "card: tasks built-in test_all" in summary
     report = (run.run_dir / "report.html").read_text()
     assert "Harness card: how these scores were made" in report
     assert "OSWorld-Verified: NOT comparable" in report
-    strict = subprocess.run([sys.executable, "-m", "fixtures.report.compare", str(run.run_dir),
-                             str(run.run_dir), "--strict"], cwd=ROOT, capture_output=True,
-                            text=True, timeout=120, check=False)
+    strict = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "fixtures.report.compare",
+            str(run.run_dir),
+            str(run.run_dir),
+            "--strict",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert strict.returncode == 0, strict.stderr
     assert "Comparable: same task content" in strict.stdout

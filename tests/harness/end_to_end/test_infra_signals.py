@@ -32,19 +32,27 @@ CHAOS_ENV = {"PYTHONPATH": str(ROOT)}
 
 
 def test_a_desktop_5xx_is_infrastructure_and_a_4xx_is_not() -> None:
-    found = classify(DesktopRequestError(500, "screenshot failed: X server gone",
-                                         path="/screenshot"))
+    found = classify(
+        DesktopRequestError(500, "screenshot failed: X server gone", path="/screenshot")
+    )
     assert found is not None and found[0] == "desktop_error"
     assert classify(DesktopRequestError(404, "no such file", path="/file")) is None
 
 
 @pytest.mark.desktop
-def test_a_dead_x_server_mid_task_is_rerun_and_every_case_is_in_the_summary(
-        tmp_path: Path) -> None:
+def test_a_dead_x_server_mid_task_is_rerun_and_every_case_is_in_the_summary(tmp_path: Path) -> None:
     tasks = first_smoke_tasks(2, exclude_domains=("chrome",))
-    run = run_suite(tmp_path, "deadx", "--task-list", str(task_list_file(tmp_path, tasks)),
-                    "-n0", *CHAOS, "--infra-rerun-delay", "0",
-                    env={**CHAOS_ENV, "CHAOS_KILL_X": "agent"})
+    run = run_suite(
+        tmp_path,
+        "deadx",
+        "--task-list",
+        str(task_list_file(tmp_path, tasks)),
+        "-n0",
+        *CHAOS,
+        "--infra-rerun-delay",
+        "0",
+        env={**CHAOS_ENV, "CHAOS_KILL_X": "agent"},
+    )
     results = run.results()
     assert len(results) == 2, run.output[-3000:]
     for case_id, result in results.items():
@@ -68,11 +76,20 @@ def _chains() -> set[str]:
 @pytest.mark.desktop
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["sigterm", "sigint"])
 def test_a_signal_to_the_controller_alone_writes_the_summary_and_leaves_no_network(
-        tmp_path: Path, sig: int) -> None:
+    tmp_path: Path, sig: int
+) -> None:
     tag = uuid.uuid4().hex
     tasks = first_smoke_tasks(2, exclude_domains=("chrome",))
-    child = start_suite(tmp_path, "sig", "--task-list", str(task_list_file(tmp_path, tasks)),
-                        "-n", "2", env={"HOLO_TEST_TAG": tag}, log=tmp_path / "child.log")
+    child = start_suite(
+        tmp_path,
+        "sig",
+        "--task-list",
+        str(task_list_file(tmp_path, tasks)),
+        "-n",
+        "2",
+        env={"HOLO_TEST_TAG": tag},
+        log=tmp_path / "child.log",
+    )
     ours: set[str] = set()
 
     def desktops_up() -> bool:
@@ -82,11 +99,13 @@ def test_a_signal_to_the_controller_alone_writes_the_summary_and_leaves_no_netwo
         return sum(cmd.startswith("Xvfb") for cmd in tree.values()) >= 2 and len(ours) >= 2
 
     try:
-        wait_for(desktops_up, "two desktops (their X servers and networks) to start", 240,
-                 interval=0.2)
+        wait_for(
+            desktops_up, "two desktops (their X servers and networks) to start", 240, interval=0.2
+        )
         os.kill(child.pid, sig)  # the controller only, not its process group
-        wait_for(lambda: child.poll() is not None, f"the run to stop on signal {sig}", 150,
-                 interval=0.2)
+        wait_for(
+            lambda: child.poll() is not None, f"the run to stop on signal {sig}", 150, interval=0.2
+        )
     finally:
         kill_group(child)
     log = (tmp_path / "child.log").read_text()

@@ -38,8 +38,15 @@ def test_task_durations_look_like_osworld(sim: ModuleType) -> None:
 def test_makespan_never_beats_the_ideal(sim: ModuleType, provider: str) -> None:
     tasks = sim.make_tasks(seed=3)
     for schedule in sim.SCHEDULES:
-        res = sim.simulate(tasks, workers=16, endpoints=2, schedule=schedule,
-                           provider=sim.PROVIDERS[provider], model=sim.Model(), seed=3)
+        res = sim.simulate(
+            tasks,
+            workers=16,
+            endpoints=2,
+            schedule=schedule,
+            provider=sim.PROVIDERS[provider],
+            model=sim.Model(),
+            seed=3,
+        )
         assert res.makespan >= res.ideal and res.makespan >= res.longest
         assert 0 < res.efficiency <= 1
 
@@ -49,21 +56,35 @@ def test_longest_first_beats_random_order_on_average(sim: ModuleType) -> None:
     for seed in range(5):
         tasks = sim.make_tasks(seed=seed)
         for schedule in spans:
-            res = sim.simulate(tasks, workers=32, endpoints=4, schedule=schedule,
-                               provider=sim.PROVIDERS["docker-kvm"], model=sim.Model(), seed=seed)
+            res = sim.simulate(
+                tasks,
+                workers=32,
+                endpoints=4,
+                schedule=schedule,
+                provider=sim.PROVIDERS["docker-kvm"],
+                model=sim.Model(),
+                seed=seed,
+            )
             spans[schedule].append(res.makespan)
     assert statistics.mean(spans["longest-first"]) <= statistics.mean(spans["load"])
 
 
 def test_same_seed_same_result_and_endpoints_matter(sim: ModuleType) -> None:
     tasks = sim.make_tasks(seed=5)
-    kw = dict(workers=32, schedule="longest-first", provider=sim.PROVIDERS["docker-kvm"],
-              model=sim.Model(saturation=4), seed=5)
+    kw = dict(
+        workers=32,
+        schedule="longest-first",
+        provider=sim.PROVIDERS["docker-kvm"],
+        model=sim.Model(saturation=4),
+        seed=5,
+    )
     one = sim.simulate(tasks, endpoints=1, **kw)
     assert sim.simulate(tasks, endpoints=1, **kw).makespan == one.makespan
     four = sim.simulate(tasks, endpoints=4, **kw)
     assert four.makespan < one.makespan  # one saturated endpoint is the bottleneck
-    spare = sim.simulate(tasks, endpoints=4, **{**kw, "provider": sim.PROVIDERS["docker-kvm+spare"]})
+    spare = sim.simulate(
+        tasks, endpoints=4, **{**kw, "provider": sim.PROVIDERS["docker-kvm+spare"]}
+    )
     assert spare.makespan < four.makespan  # the pre-warmed spare hides the 25 s boot
 
 

@@ -42,15 +42,27 @@ def _three(tmp_path: Path) -> tuple[Path, list[str]]:
 
 def _order(run_output: str) -> list[str]:
     """Case ids in the order the collect-only listing shows them."""
-    return [line.split("[", 1)[1].rstrip("]") for line in run_output.splitlines()
-            if "test_osworld[" in line]
+    return [
+        line.split("[", 1)[1].rstrip("]")
+        for line in run_output.splitlines()
+        if "test_osworld[" in line
+    ]
 
 
 def test_cases_set_up_ahead_score_and_say_so(tmp_path: Path) -> None:
     task_file, _ = _three(tmp_path)
     # the model answers after 1 s: each agent turn is long enough to hide the next set-up
-    run = run_suite(tmp_path, "ahead", "--task-list", str(task_file), "--order", "collected",
-                    "--reference-faults", "delay=1", *AHEAD)
+    run = run_suite(
+        tmp_path,
+        "ahead",
+        "--task-list",
+        str(task_file),
+        "--order",
+        "collected",
+        "--reference-faults",
+        "delay=1",
+        *AHEAD,
+    )
     assert run.rc == 0, run.output[-3000:]
     results = run.results()
     assert {r["outcome"] for r in results.values()} == {"passed"}
@@ -79,9 +91,22 @@ def test_a_rerun_of_the_case_before_stops_the_agent_started_ahead(tmp_path: Path
     attempt, its first attempt unscored, nothing of a stopped agent in its files."""
     task_file, ids, order = _three_in_order(tmp_path)
     env = {**CHAOS_ENV, "CHAOS_KILL_SERVER": "evaluate"}
-    run = run_suite(tmp_path, "rerun", "--task-list", str(task_file), "--order", "collected",
-                    *CHAOS, "--infra-rerun-delay", "0", "-o", "log_cli=true",
-                    "--log-cli-level=INFO", *AHEAD, env=env)
+    run = run_suite(
+        tmp_path,
+        "rerun",
+        "--task-list",
+        str(task_file),
+        "--order",
+        "collected",
+        *CHAOS,
+        "--infra-rerun-delay",
+        "0",
+        "-o",
+        "log_cli=true",
+        "--log-cli-level=INFO",
+        *AHEAD,
+        env=env,
+    )
     assert run.rc == 0, run.output[-3000:]
     results = run.results()
     assert {cid: r["outcome"] for cid, r in results.items()} == dict.fromkeys(ids, "passed")
@@ -89,8 +114,9 @@ def test_a_rerun_of_the_case_before_stops_the_agent_started_ahead(tmp_path: Path
         r = results[cid]
         assert r["attempts"] == 2, r
         assert [e["outcome"] for e in r["earlier_attempts"]] == ["unscored"], r
-    stopped = [line for line in run.output.splitlines()
-               if "the agent started ahead was stopped" in line]
+    stopped = [
+        line for line in run.output.splitlines() if "the agent started ahead was stopped" in line
+    ]
     assert stopped, run.output[-3000:]
     assert any(f"{order[1].split('/', 1)[1]}/rerun-attempt-1" in line for line in stopped)
 
@@ -98,17 +124,30 @@ def test_a_rerun_of_the_case_before_stops_the_agent_started_ahead(tmp_path: Path
 def _three_in_order(tmp_path: Path) -> tuple[Path, list[str], list[str]]:
     """The three tasks' file, their ids, and the order the suite runs them in."""
     task_file, ids = _three(tmp_path)
-    listing = run_suite(tmp_path, "order", "--task-list", str(task_file), "--order",
-                        "collected", "--collect-only")
+    listing = run_suite(
+        tmp_path, "order", "--task-list", str(task_file), "--order", "collected", "--collect-only"
+    )
     return task_file, ids, _order(listing.output)
 
 
 def test_a_failed_set_up_ahead_is_the_next_cases_rerun_not_the_current_cases(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     task_file, ids, (first, second, third) = _three_in_order(tmp_path)
     env = {**CHAOS_ENV, "CHAOS_AHEAD_SETUP_FAIL": second.split("/", 1)[1]}
-    run = run_suite(tmp_path, "fail", "--task-list", str(task_file), "--order", "collected",
-                    *CHAOS, "--infra-rerun-delay", "0", *AHEAD, env=env)
+    run = run_suite(
+        tmp_path,
+        "fail",
+        "--task-list",
+        str(task_file),
+        "--order",
+        "collected",
+        *CHAOS,
+        "--infra-rerun-delay",
+        "0",
+        *AHEAD,
+        env=env,
+    )
     assert run.rc == 0, run.output[-3000:]
     results = run.results()
     assert {cid: r["outcome"] for cid, r in results.items()} == dict.fromkeys(ids, "passed")
@@ -122,7 +161,8 @@ def test_a_failed_set_up_ahead_is_the_next_cases_rerun_not_the_current_cases(
 
 @pytest.mark.parametrize("ahead", ["set-up", "agent"])
 def test_an_interrupt_in_a_prepared_case_leaves_nothing_and_resume_finishes(
-        tmp_path: Path, ahead: str) -> None:
+    tmp_path: Path, ahead: str
+) -> None:
     """``set-up``: the interrupt comes once the third case is set up ahead; ``agent``: once its
     agent has started ahead, while the second case is scored."""
     task_file, ids, (first, second, third) = _three_in_order(tmp_path)
@@ -131,50 +171,76 @@ def test_an_interrupt_in_a_prepared_case_leaves_nothing_and_resume_finishes(
     log = tmp_path / "child.log"
     # the model answers after 1 s: the second case (itself set up ahead) plays while the
     # third is set up ahead; the interrupt comes then
-    child = start_suite(tmp_path, "intr", "--task-list", str(task_file), "--order",
-                        "collected", "--reference-faults", "delay=1", *cache, *AHEAD,
-                        "-o", "log_cli=true", "--log-cli-level=INFO",
-                        env={"HOLO_TEST_TAG": tag}, log=log)
+    child = start_suite(
+        tmp_path,
+        "intr",
+        "--task-list",
+        str(task_file),
+        "--order",
+        "collected",
+        "--reference-faults",
+        "delay=1",
+        *cache,
+        *AHEAD,
+        "-o",
+        "log_cli=true",
+        "--log-cli-level=INFO",
+        env={"HOLO_TEST_TAG": tag},
+        log=log,
+    )
     seen: dict[tuple[int, int], str] = {}
     key = f"{third.split('/', 1)[1]}/intr-attempt-1"
     third_ahead = f"set up {key} ahead" if ahead == "set-up" else f"{key}: its agent starts"
     try:
-        wait_for(lambda: seen.update(run_tree(tag)) or third_ahead in log.read_text(),
-                 f"the third case's {ahead} to start ahead while the second plays", 300,
-                 interval=0.2)
-        results = {json.loads(p.read_text())["case_id"]
-                   for p in (tmp_path / "intr").rglob("result.json")}
+        wait_for(
+            lambda: seen.update(run_tree(tag)) or third_ahead in log.read_text(),
+            f"the third case's {ahead} to start ahead while the second plays",
+            300,
+            interval=0.2,
+        )
+        results = {
+            json.loads(p.read_text())["case_id"] for p in (tmp_path / "intr").rglob("result.json")
+        }
         if ahead == "set-up":
             assert results == {first}, "the interrupt must come while the second case plays"
         else:
             assert third not in results and first in results, results
         kill_group(child, signal.SIGINT)  # Ctrl-C reaches the whole foreground group
-        wait_for(lambda: seen.update(run_tree(tag)) or child.poll() is not None,
-                 "the run to stop on Ctrl-C", 120)
+        wait_for(
+            lambda: seen.update(run_tree(tag)) or child.poll() is not None,
+            "the run to stop on Ctrl-C",
+            120,
+        )
     finally:
         kill_group(child)
     output = log.read_text()
-    wait_for(lambda: not still_alive(seen), "every process of the run to end", 30,
-             interval=0.2)
+    wait_for(lambda: not still_alive(seen), "every process of the run to end", 30, interval=0.2)
     assert any(c.startswith("Xvfb") for c in seen.values()), seen
-    on_disk = {json.loads(p.read_text())["case_id"]
-               for p in (tmp_path / "intr").rglob("result.json")}
+    on_disk = {
+        json.loads(p.read_text())["case_id"] for p in (tmp_path / "intr").rglob("result.json")
+    }
     assert third not in on_disk, output[-3000:]
-    third_dirs = [p for p in (tmp_path / "intr").rglob("*")
-                  if p.is_dir() and p.name == third.split("/", 1)[1]]
+    third_dirs = [
+        p for p in (tmp_path / "intr").rglob("*") if p.is_dir() and p.name == third.split("/", 1)[1]
+    ]
     assert not third_dirs, f"the case whose {ahead} started ahead left {third_dirs}"
     work = tmp_path / ".cache" / "tasks" / third.split("/", 1)[1]
     assert not list(work.glob("intr*")), "the prepared case's work folder was left behind"
     # --lf: nothing failed before the interrupt, so it selects every case (as after any)
-    again = run_suite(tmp_path, "lf", "--task-list", str(task_file), *cache, "--lf",
-                      "--collect-only")
+    again = run_suite(
+        tmp_path, "lf", "--task-list", str(task_file), *cache, "--lf", "--collect-only"
+    )
     assert sorted(_order(again.output)) == sorted(ids), again.output[-3000:]
-    kept = {p: p.stat().st_mtime_ns for p in (tmp_path / "intr").rglob("result.json")
-            if json.loads(p.read_text())["outcome"] == "passed"}
+    kept = {
+        p: p.stat().st_mtime_ns
+        for p in (tmp_path / "intr").rglob("result.json")
+        if json.loads(p.read_text())["outcome"] == "passed"
+    }
     assert kept, output[-3000:]
     resumed = run_suite(tmp_path, "intr", "--task-list", str(task_file), "--resume", *AHEAD)
     assert resumed.rc == 0, resumed.output[-3000:]
     for p, mtime in kept.items():
         assert p.stat().st_mtime_ns == mtime, f"{p} was run again"
     assert {cid: r["outcome"] for cid, r in resumed.results().items()} == dict.fromkeys(
-        ids, "passed")
+        ids, "passed"
+    )

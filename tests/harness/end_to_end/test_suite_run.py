@@ -21,8 +21,8 @@ from tests.harness.helpers.suite import (
     first_smoke_tasks,
     kill_group,
     run_suite,
-    start_suite,
     run_tree,
+    start_suite,
     still_alive,
     task_list_file,
 )
@@ -30,8 +30,16 @@ from tests.harness.helpers.suite import (
 pytestmark = pytest.mark.desktop
 
 CHAOS_ENV = {"PYTHONPATH": str(ROOT)}
-FAST = ("--infra-reruns", "1", "--infra-rerun-delay", "0", "--endpoint-retries", "1",
-        "--endpoint-backoff", "0.05")
+FAST = (
+    "--infra-reruns",
+    "1",
+    "--infra-rerun-delay",
+    "0",
+    "--endpoint-retries",
+    "1",
+    "--endpoint-backoff",
+    "0.05",
+)
 
 
 def _one_task(tmp_path: Path) -> tuple[Path, str, str]:
@@ -78,9 +86,17 @@ def _check_report_in_browser(report: Path, n_cases: int) -> None:
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=[
-            "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-            "--disable-component-update", "--disable-sync"])
+        browser = p.chromium.launch(
+            executable_path="/usr/bin/chromium",
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+            ],
+        )
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         page.goto(report.as_uri())
         page.wait_for_load_state("load")
@@ -103,8 +119,16 @@ def _check_report_in_browser(report: Path, n_cases: int) -> None:
 
 def test_endpoint_5xx_is_recovered_not_scored_zero(tmp_path: Path) -> None:
     tasks, _, task_id = _one_task(tmp_path)
-    run = run_suite(tmp_path, "r5xx", "--task-list", str(tasks), "--reference-faults",
-                    "status=503:2", "--endpoint-backoff", "0.05")
+    run = run_suite(
+        tmp_path,
+        "r5xx",
+        "--task-list",
+        str(tasks),
+        "--reference-faults",
+        "status=503:2",
+        "--endpoint-backoff",
+        "0.05",
+    )
     assert run.rc == 0, run.output[-3000:]
     (result,) = run.results().values()
     assert result["outcome"] == "passed" and result["attempts"] == 1
@@ -112,8 +136,9 @@ def test_endpoint_5xx_is_recovered_not_scored_zero(tmp_path: Path) -> None:
 
 def test_endpoint_always_failing_is_unscored_after_reruns(tmp_path: Path) -> None:
     tasks, _, task_id = _one_task(tmp_path)
-    run = run_suite(tmp_path, "rdown", "--task-list", str(tasks), "--reference-faults",
-                    "status=503:1000", *FAST)
+    run = run_suite(
+        tmp_path, "rdown", "--task-list", str(tasks), "--reference-faults", "status=503:1000", *FAST
+    )
     assert run.rc == 0, run.output[-3000:]  # xfail is not a failure of the run
     (result,) = run.results().values()
     assert result["outcome"] == "unscored" and result["score"] is None
@@ -136,15 +161,38 @@ def test_endpoint_killed_mid_task_is_unscored(tmp_path: Path) -> None:
     sol.write_text(json.dumps({task.instruction: load_solutions()[task_id]}))
     port = _free_port()
     endpoint = subprocess.Popen(
-        [sys.executable, "-m", "holo_agent.reference", "--port", str(port), "--solutions",
-         str(sol), "--faults", "delay=1.5"], cwd=ROOT, start_new_session=True)
+        [
+            sys.executable,
+            "-m",
+            "holo_agent.reference",
+            "--port",
+            str(port),
+            "--solutions",
+            str(sol),
+            "--faults",
+            "delay=1.5",
+        ],
+        cwd=ROOT,
+        start_new_session=True,
+    )
     try:
         _wait_http(f"http://127.0.0.1:{port}/v1/models")
-        child = start_suite(tmp_path, "rkill", "--task-list", str(tasks), "--base-url",
-                            f"http://127.0.0.1:{port}/v1", *FAST, log=tmp_path / "child.log")
+        child = start_suite(
+            tmp_path,
+            "rkill",
+            "--task-list",
+            str(tasks),
+            "--base-url",
+            f"http://127.0.0.1:{port}/v1",
+            *FAST,
+            log=tmp_path / "child.log",
+        )
         run_dir = tmp_path / "rkill"
-        wait_for(lambda: any(p.read_text().strip() for p in run_dir.rglob("traj.jsonl")),
-                 "the first recorded step", 120)
+        wait_for(
+            lambda: any(p.read_text().strip() for p in run_dir.rglob("traj.jsonl")),
+            "the first recorded step",
+            120,
+        )
         kill_group(endpoint)  # type: ignore[arg-type]
         child.wait(timeout=300)
     finally:
@@ -159,8 +207,11 @@ def test_endpoint_killed_mid_task_is_unscored(tmp_path: Path) -> None:
     first = results
     if results["attempts"] > 1:
         (earlier, *_) = results["earlier_attempts"]
-        first = json.loads((run_dir / results["artifact_dir"] / earlier["folder"]
-                            / "attempt_result.json").read_text())
+        first = json.loads(
+            (
+                run_dir / results["artifact_dir"] / earlier["folder"] / "attempt_result.json"
+            ).read_text()
+        )
     assert first["outcome"] == "unscored" and first["infra_category"] == "model_endpoint"
     assert first["steps"] >= 1 and first["tokens"]["prompt"] > 0, first
     assert first["timings"]["agent_s"] is not None and first["timings"]["setup_s"] is not None
@@ -171,22 +222,41 @@ def test_endpoint_killed_mid_task_is_unscored(tmp_path: Path) -> None:
 
 def test_vm_server_killed_mid_task_is_rerun_on_a_new_desktop(tmp_path: Path) -> None:
     tasks, _, task_id = _one_task(tmp_path)
-    run = run_suite(tmp_path, "rvm", "--task-list", str(tasks), *CHAOS,
-                    "--infra-rerun-delay", "0", env={**CHAOS_ENV, "CHAOS_KILL_SERVER": "agent"})
+    run = run_suite(
+        tmp_path,
+        "rvm",
+        "--task-list",
+        str(tasks),
+        *CHAOS,
+        "--infra-rerun-delay",
+        "0",
+        env={**CHAOS_ENV, "CHAOS_KILL_SERVER": "agent"},
+    )
     assert run.rc == 0, run.output[-3000:]
     (result,) = run.results().values()
     assert result["outcome"] == "passed" and result["attempts"] == 2, result
     (earlier,) = result["earlier_attempts"]
     assert earlier["outcome"] == "unscored" and earlier["infra_category"] == "vm_unreachable"
-    first = json.loads((run.run_dir / result["artifact_dir"] / earlier["folder"]
-                        / "attempt_result.json").read_text())
+    first = json.loads(
+        (
+            run.run_dir / result["artifact_dir"] / earlier["folder"] / "attempt_result.json"
+        ).read_text()
+    )
     assert first["steps"] >= 1 and first["tokens"]["prompt"] > 0, first  # killed after step 1
 
 
 def test_evaluator_getter_failure_is_infra_not_zero(tmp_path: Path) -> None:
     tasks, _, task_id = _one_task(tmp_path)
-    run = run_suite(tmp_path, "reval", "--task-list", str(tasks), *CHAOS,
-                    "--infra-rerun-delay", "0", env={**CHAOS_ENV, "CHAOS_KILL_SERVER": "evaluate"})
+    run = run_suite(
+        tmp_path,
+        "reval",
+        "--task-list",
+        str(tasks),
+        *CHAOS,
+        "--infra-rerun-delay",
+        "0",
+        env={**CHAOS_ENV, "CHAOS_KILL_SERVER": "evaluate"},
+    )
     assert run.rc == 0, run.output[-3000:]
     (result,) = run.results().values()
     # first attempt unscored (evaluator), the rerun on a replaced desktop scores it
@@ -200,26 +270,49 @@ def test_lf_reruns_exactly_failed_and_unscored(tmp_path: Path) -> None:
     task_file = task_list_file(tmp_path, tasks)
     cache = ("-o", f"cache_dir={tmp_path / 'cache'}")
     env = {**CHAOS_ENV, "CHAOS_WRONG": bad, "CHAOS_UNREACHABLE": un}
-    first = run_suite(tmp_path, "lf1", "--task-list", str(task_file), *CHAOS, *cache,
-                      *FAST, env=env)
-    assert _outcomes(first) == {f"{d_ok}/{ok}": "passed", f"{d_bad}/{bad}": "failed",
-                                f"{d_un}/{un}": "unscored"}, first.output[-3000:]
+    first = run_suite(
+        tmp_path, "lf1", "--task-list", str(task_file), *CHAOS, *cache, *FAST, env=env
+    )
+    assert _outcomes(first) == {
+        f"{d_ok}/{ok}": "passed",
+        f"{d_bad}/{bad}": "failed",
+        f"{d_un}/{un}": "unscored",
+    }, first.output[-3000:]
     assert first.results()[f"{d_bad}/{bad}"]["score"] == 0.0
-    second = run_suite(tmp_path, "lf2", "--task-list", str(task_file), *CHAOS, *cache,
-                       "--lf", "--collect-only", env=env)
-    selected = {line.split("[", 1)[1].rstrip("]") for line in second.output.splitlines()
-                if "test_osworld[" in line}
+    second = run_suite(
+        tmp_path,
+        "lf2",
+        "--task-list",
+        str(task_file),
+        *CHAOS,
+        *cache,
+        "--lf",
+        "--collect-only",
+        env=env,
+    )
+    selected = {
+        line.split("[", 1)[1].rstrip("]")
+        for line in second.output.splitlines()
+        if "test_osworld[" in line
+    }
     assert selected == {f"{d_bad}/{bad}", f"{d_un}/{un}"}, second.output[-3000:]
 
 
 def test_resume_after_sigkill_finishes_the_rest(tmp_path: Path) -> None:
     tasks = first_smoke_tasks(3, exclude_domains=("chrome",))
     task_file = task_list_file(tmp_path, tasks)
-    child = start_suite(tmp_path, "res", "--task-list", str(task_file), "-n0",
-                        log=tmp_path / "child.log")
-    first = wait_for(lambda: [p for p in (tmp_path / "res").rglob("result.json")
-                              if json.loads(p.read_text())["outcome"] == "passed"],
-                     "a first scored result", 300)
+    child = start_suite(
+        tmp_path, "res", "--task-list", str(task_file), "-n0", log=tmp_path / "child.log"
+    )
+    first = wait_for(
+        lambda: [
+            p
+            for p in (tmp_path / "res").rglob("result.json")
+            if json.loads(p.read_text())["outcome"] == "passed"
+        ],
+        "a first scored result",
+        300,
+    )
     kill_group(child)
     child.wait(timeout=60)
     kept = {p: p.stat().st_mtime_ns for p in first}
@@ -235,8 +328,16 @@ def test_resume_after_sigkill_finishes_the_rest(tmp_path: Path) -> None:
 def test_interrupting_a_parallel_run_leaves_no_desktop(tmp_path: Path) -> None:
     tag = uuid.uuid4().hex
     tasks = first_smoke_tasks(4)
-    child = start_suite(tmp_path, "intr", "--task-list", str(task_list_file(tmp_path, tasks)),
-                        "-n", "4", env={"HOLO_TEST_TAG": tag}, log=tmp_path / "child.log")
+    child = start_suite(
+        tmp_path,
+        "intr",
+        "--task-list",
+        str(task_list_file(tmp_path, tasks)),
+        "-n",
+        "4",
+        env={"HOLO_TEST_TAG": tag},
+        log=tmp_path / "child.log",
+    )
     seen: dict[tuple[int, int], str] = {}
 
     def note() -> dict[tuple[int, int], str]:
@@ -249,8 +350,9 @@ def test_interrupting_a_parallel_run_leaves_no_desktop(tmp_path: Path) -> None:
         return sum(cmd.startswith("Xvfb") for cmd in note().values()) >= 2
 
     try:
-        wait_for(sandboxes_up, "two sandboxed desktops (their X servers) to start", 240,
-                 interval=0.2)
+        wait_for(
+            sandboxes_up, "two sandboxed desktops (their X servers) to start", 240, interval=0.2
+        )
         note()
         kill_group(child, signal.SIGINT)  # Ctrl-C reaches the whole foreground group
 
@@ -264,14 +366,14 @@ def test_interrupting_a_parallel_run_leaves_no_desktop(tmp_path: Path) -> None:
     log = (tmp_path / "child.log").read_text()
     assert any("Xvfb" in c for c in seen.values()), seen
     try:
-        wait_for(lambda: not still_alive(seen), "every process of the run to end", 30,
-                 interval=0.2)
+        wait_for(lambda: not still_alive(seen), "every process of the run to end", 30, interval=0.2)
     except AssertionError:
         raise AssertionError(f"left behind: {still_alive(seen)}\n{log[-3000:]}") from None
     netns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     worker_pids = {str(pid) for (pid, _), cmd in seen.items() if "pytest" in cmd or "xdist" in cmd}
-    leftover = [line for line in netns.splitlines()
-                if line.split()[0].rsplit("-", 1)[-1] in worker_pids]
+    leftover = [
+        line for line in netns.splitlines() if line.split()[0].rsplit("-", 1)[-1] in worker_pids
+    ]
     assert leftover == [], leftover
 
 
@@ -305,12 +407,18 @@ def _wait_http(url: str, timeout: float = 30) -> None:
 
 def _task(task_id: str, expected: str) -> dict:
     return {
-        "id": task_id, "snapshot": "os", "instruction": f"Check evaluator soundness ({task_id}).",
-        "source": "holo-bench test", "config": [], "trajectory": "trajectories/",
+        "id": task_id,
+        "snapshot": "os",
+        "instruction": f"Check evaluator soundness ({task_id}).",
+        "source": "holo-bench test",
+        "config": [],
+        "trajectory": "trajectories/",
         "related_apps": ["os"],
-        "evaluator": {"func": "exact_match",
-                      "result": {"type": "vm_command_line", "command": ["printf", "leak"]},
-                      "expected": {"type": "rule", "rules": {"expected": expected}}},
+        "evaluator": {
+            "func": "exact_match",
+            "result": {"type": "vm_command_line", "command": ["printf", "leak"]},
+            "expected": {"type": "rule", "rules": {"expected": expected}},
+        },
     }
 
 

@@ -15,8 +15,11 @@ import pytest
 from computer_env.synthetic import EXAMPLES_DIR, SyntheticTaskError, load_synthetic_file
 from tests.harness.helpers.suite import run_suite
 
-GOOD = {"task_instruction": "do it", "verifier_code": "def verify():\n    return False\n",
-        "initial_state": {"files": {"~/a.txt": "a"}}}
+GOOD = {
+    "task_instruction": "do it",
+    "verifier_code": "def verify():\n    return False\n",
+    "initial_state": {"files": {"~/a.txt": "a"}},
+}
 
 
 def _write(folder: Path, name: str, data: dict) -> Path:
@@ -26,33 +29,97 @@ def _write(folder: Path, name: str, data: dict) -> Path:
     return path
 
 
-@pytest.mark.parametrize("change, field", [
-    ({"task_instruction": None}, "task_instruction"),
-    ({"verifier_code": "x = 1"}, "verifier_code"),
-    ({"verifier_code": "def verify(:"}, "verifier_code"),
-    ({"initial_state": {"files": {}, "apps": []}}, "initial_state.apps"),
-    ({"initial_state": {"setup": [{"parameters": {}}]}}, "initial_state.setup.0.type"),
-    ({"task_id": "a/b"}, "task_id"),
-    ({"initial_state": {"setup": [{"type": "launch", "parameters": {"command": ["xterm"]}}, {
-        "type": "download", "parameters": {"files": [
-            {"url": "http://127.0.0.1:8000/secret", "path": "~/s"}]}}]}},
-     "initial_state.setup.1: parameters.files[0].url: 'http://127.0.0.1:8000/secret': a "
-     "host-local"),
-    ({"initial_state": {"setup": [{"type": "download", "parameters": {"files": [
-        {"url": "http://localhost/x", "path": "~/x"}]}}]}}, "initial_state.setup.0: "
-     "parameters.files[0].url"),
-    ({"initial_state": {"setup": [{"type": "download", "parameters": {"files": [
-        {"url": "file:///etc/passwd", "path": "~/x"}]}}]}}, "initial_state.setup.0: "
-     "parameters.files[0].url: 'file:///etc/passwd': only http(s)"),
-    ({"initial_state": {"setup": [{"type": "upload_file", "parameters": {"files": [
-        {"local_path": "/etc/passwd", "path": "~/p"}]}}]}}, "initial_state.setup.0: "
-     "parameters.files[0].local_path: '/etc/passwd': an absolute path"),
-    ({"initial_state": {"setup": [{"type": "upload_file", "parameters": {"files": [
-        {"local_path": "../../root/.ssh/id_rsa", "path": "~/k"}]}}]}}, "initial_state.setup.0: "
-     "parameters.files[0].local_path"),
-    ({"reference_solution": [{"note": None, "thought": "t", "tool_call": {
-        "tool_name": "teleport"}}]}, "reference_solution[0]"),
-])
+@pytest.mark.parametrize(
+    "change, field",
+    [
+        ({"task_instruction": None}, "task_instruction"),
+        ({"verifier_code": "x = 1"}, "verifier_code"),
+        ({"verifier_code": "def verify(:"}, "verifier_code"),
+        ({"initial_state": {"files": {}, "apps": []}}, "initial_state.apps"),
+        ({"initial_state": {"setup": [{"parameters": {}}]}}, "initial_state.setup.0.type"),
+        ({"task_id": "a/b"}, "task_id"),
+        (
+            {
+                "initial_state": {
+                    "setup": [
+                        {"type": "launch", "parameters": {"command": ["xterm"]}},
+                        {
+                            "type": "download",
+                            "parameters": {
+                                "files": [{"url": "http://127.0.0.1:8000/secret", "path": "~/s"}]
+                            },
+                        },
+                    ]
+                }
+            },
+            "initial_state.setup.1: parameters.files[0].url: 'http://127.0.0.1:8000/secret': a "
+            "host-local",
+        ),
+        (
+            {
+                "initial_state": {
+                    "setup": [
+                        {
+                            "type": "download",
+                            "parameters": {"files": [{"url": "http://localhost/x", "path": "~/x"}]},
+                        }
+                    ]
+                }
+            },
+            "initial_state.setup.0: parameters.files[0].url",
+        ),
+        (
+            {
+                "initial_state": {
+                    "setup": [
+                        {
+                            "type": "download",
+                            "parameters": {"files": [{"url": "file:///etc/passwd", "path": "~/x"}]},
+                        }
+                    ]
+                }
+            },
+            "initial_state.setup.0: parameters.files[0].url: 'file:///etc/passwd': only http(s)",
+        ),
+        (
+            {
+                "initial_state": {
+                    "setup": [
+                        {
+                            "type": "upload_file",
+                            "parameters": {"files": [{"local_path": "/etc/passwd", "path": "~/p"}]},
+                        }
+                    ]
+                }
+            },
+            "initial_state.setup.0: "
+            "parameters.files[0].local_path: '/etc/passwd': an absolute path",
+        ),
+        (
+            {
+                "initial_state": {
+                    "setup": [
+                        {
+                            "type": "upload_file",
+                            "parameters": {
+                                "files": [{"local_path": "../../root/.ssh/id_rsa", "path": "~/k"}]
+                            },
+                        }
+                    ]
+                }
+            },
+            "initial_state.setup.0: parameters.files[0].local_path",
+        ),
+        (
+            {
+                "reference_solution": [
+                    {"note": None, "thought": "t", "tool_call": {"tool_name": "teleport"}}
+                ]
+            },
+            "reference_solution[0]",
+        ),
+    ],
+)
 def test_bad_task_file_names_file_and_field(tmp_path: Path, change: dict, field: str) -> None:
     data = {**GOOD, **change}
     data = {k: v for k, v in data.items() if v is not None}
@@ -63,9 +130,19 @@ def test_bad_task_file_names_file_and_field(tmp_path: Path, change: dict, field:
 
 
 def test_initial_state_becomes_setup_steps(tmp_path: Path) -> None:
-    task = load_synthetic_file(_write(tmp_path, "t1", {**GOOD, "initial_state": {
-        "files": {"~/a.txt": "é"}, "setup": [{"type": "launch", "parameters": {
-            "command": ["xterm"]}}]}}))
+    task = load_synthetic_file(
+        _write(
+            tmp_path,
+            "t1",
+            {
+                **GOOD,
+                "initial_state": {
+                    "files": {"~/a.txt": "é"},
+                    "setup": [{"type": "launch", "parameters": {"command": ["xterm"]}}],
+                },
+            },
+        )
+    )
     steps = task.initial_state.setup_steps()
     assert task.task_id == "t1" and [s["type"] for s in steps] == ["execute", "launch"]
     assert steps[0]["parameters"]["command"][3] == "~/a.txt"
@@ -73,8 +150,14 @@ def test_initial_state_becomes_setup_steps(tmp_path: Path) -> None:
 
 def test_malformed_file_is_a_collection_error(tmp_path: Path) -> None:
     _write(tmp_path / "tasks", "broken", {**GOOD, "verifier_code": "print(1)"})
-    run = run_suite(tmp_path / "results", "c", "--synthetic-dir", str(tmp_path / "tasks"),
-                    "--collect-only", target="tests/synthetic")
+    run = run_suite(
+        tmp_path / "results",
+        "c",
+        "--synthetic-dir",
+        str(tmp_path / "tasks"),
+        "--collect-only",
+        target="tests/synthetic",
+    )
     assert run.rc != 0
     assert "broken.json" in run.output and "field verifier_code" in run.output
 
@@ -82,38 +165,89 @@ def test_malformed_file_is_a_collection_error(tmp_path: Path) -> None:
 def test_setup_reaching_the_host_is_a_collection_error(tmp_path: Path) -> None:
     """Refused when the file is loaded, by the run's own rule (before: FAILED at run time);
     a public download, an asset-server placeholder and a file of the task's folder still load."""
-    allowed = load_synthetic_file(_write(tmp_path / "tasks", "fine", {**GOOD, "initial_state": {
-        "setup": [{"type": "download", "parameters": {"files": [
-            {"url": "https://example.com/a.xlsx", "path": "~/a.xlsx"},
-            {"url": "{ASSET_URL}/b.txt", "path": "~/b.txt"}]}},
-            {"type": "upload_file", "parameters": {"files": [
-                {"local_path": "data/c.txt", "path": "~/c.txt"}]}}]}}))
-    assert [s["type"] for s in allowed.initial_state.setup_steps()] == ["download",
-                                                                        "upload_file"]
-    _write(tmp_path / "tasks", "reach", {**GOOD, "initial_state": {"setup": [
-        {"type": "upload_file", "parameters": {"files": [
-            {"local_path": "/etc/shadow", "path": "~/s"}]}}]}})
-    run = run_suite(tmp_path / "results", "c", "--synthetic-dir", str(tmp_path / "tasks"),
-                    "--collect-only", target="tests/synthetic")
+    allowed = load_synthetic_file(
+        _write(
+            tmp_path / "tasks",
+            "fine",
+            {
+                **GOOD,
+                "initial_state": {
+                    "setup": [
+                        {
+                            "type": "download",
+                            "parameters": {
+                                "files": [
+                                    {"url": "https://example.com/a.xlsx", "path": "~/a.xlsx"},
+                                    {"url": "{ASSET_URL}/b.txt", "path": "~/b.txt"},
+                                ]
+                            },
+                        },
+                        {
+                            "type": "upload_file",
+                            "parameters": {
+                                "files": [{"local_path": "data/c.txt", "path": "~/c.txt"}]
+                            },
+                        },
+                    ]
+                },
+            },
+        )
+    )
+    assert [s["type"] for s in allowed.initial_state.setup_steps()] == ["download", "upload_file"]
+    _write(
+        tmp_path / "tasks",
+        "reach",
+        {
+            **GOOD,
+            "initial_state": {
+                "setup": [
+                    {
+                        "type": "upload_file",
+                        "parameters": {"files": [{"local_path": "/etc/shadow", "path": "~/s"}]},
+                    }
+                ]
+            },
+        },
+    )
+    run = run_suite(
+        tmp_path / "results",
+        "c",
+        "--synthetic-dir",
+        str(tmp_path / "tasks"),
+        "--collect-only",
+        target="tests/synthetic",
+    )
     assert run.rc != 0
     assert "reach.json" in run.output
-    assert "field initial_state.setup.0: parameters.files[0].local_path: '/etc/shadow'" \
-        in run.output
+    assert (
+        "field initial_state.setup.0: parameters.files[0].local_path: '/etc/shadow'" in run.output
+    )
     assert "Traceback" not in run.output
 
 
-LEAK = {"task_instruction": "Create ~/leak.txt.", "initial_state": {"files": {"~/leak.txt": "x"}},
-        "verifier_code": "import os\ndef verify():\n    return os.path.exists("
-                         "os.path.expanduser('~/leak.txt'))\n"}
-CRASH = {"task_instruction": "Anything.", "initial_state": {},
-         "verifier_code": "def verify():\n    return 1 / 0\n"}
-SLOW = {"task_instruction": "Anything, slowly.", "initial_state": {},
-        "verifier_code": "import time\ndef verify():\n    time.sleep(60)\n    return False\n"}
+LEAK = {
+    "task_instruction": "Create ~/leak.txt.",
+    "initial_state": {"files": {"~/leak.txt": "x"}},
+    "verifier_code": "import os\ndef verify():\n    return os.path.exists("
+    "os.path.expanduser('~/leak.txt'))\n",
+}
+CRASH = {
+    "task_instruction": "Anything.",
+    "initial_state": {},
+    "verifier_code": "def verify():\n    return 1 / 0\n",
+}
+SLOW = {
+    "task_instruction": "Anything, slowly.",
+    "initial_state": {},
+    "verifier_code": "import time\ndef verify():\n    time.sleep(60)\n    return False\n",
+}
 
 
 @pytest.mark.desktop
-@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("bwrap"),
-                    reason="the local sandbox needs root and bubblewrap")
+@pytest.mark.skipif(
+    os.geteuid() != 0 or not shutil.which("bwrap"),
+    reason="the local sandbox needs root and bubblewrap",
+)
 def test_synthetic_suite_run(tmp_path: Path) -> None:
     tasks = tmp_path / "tasks"
     tasks.mkdir()
@@ -122,9 +256,19 @@ def test_synthetic_suite_run(tmp_path: Path) -> None:
     _write(tasks, "leaky", LEAK)
     _write(tasks, "crashy", CRASH)
     _write(tasks, "slowy", SLOW)
-    run = run_suite(tmp_path / "results", "syn", "-n", "1", "--synthetic-dir", str(tasks),
-                    "--verifier-timeout", "4", "--judge-url", "reference",
-                    target="tests/synthetic")
+    run = run_suite(
+        tmp_path / "results",
+        "syn",
+        "-n",
+        "1",
+        "--synthetic-dir",
+        str(tasks),
+        "--verifier-timeout",
+        "4",
+        "--judge-url",
+        "reference",
+        target="tests/synthetic",
+    )
     out = run.output
     assert "2 passed" in out and "1 skipped" in out and "2 xfailed" in out, out[-3000:]
     results = run.results()
@@ -140,8 +284,13 @@ def test_synthetic_suite_run(tmp_path: Path) -> None:
     assert "out of time (4 s)" in results["synthetic/slowy"]["infra_reason"]
     lines = [json.loads(x) for x in (run.run_dir / "synthetic.jsonl").read_text().splitlines()]
     by_id = {x["task_id"]: x for x in lines}
-    assert len(lines) == 5 and set(by_id) == {"synth-greeting-file", "synth-shopping-list",
-                                              "leaky", "crashy", "slowy"}
+    assert len(lines) == 5 and set(by_id) == {
+        "synth-greeting-file",
+        "synth-shopping-list",
+        "leaky",
+        "crashy",
+        "slowy",
+    }
     good = by_id["synth-shopping-list"]
     assert good["verifier_pass"] is True and good["agent_success"] is True
     assert good["steps"] == 4 and good["failure_branch"] is None
@@ -154,7 +303,12 @@ def test_synthetic_suite_run(tmp_path: Path) -> None:
     assert by_id["slowy"]["failure_branch"] == "infra:verifier"
     assert results["os/synth-greeting-file"]["synthetic"]["agent_success"] is True
     syn = run.summary["protocols"]["synthetic"]
-    assert syn == {"tasks": 5, "verifier_pass": 2, "leaking": 1, "verifier_unscored": 2,
-                   "agent_success": 2}
+    assert syn == {
+        "tasks": 5,
+        "verifier_pass": 2,
+        "leaking": 1,
+        "verifier_unscored": 2,
+        "agent_success": 2,
+    }
     assert run.summary["by_infra_category"] == {"verifier": 2}
     assert "synthesized tasks: 5" in out

@@ -46,8 +46,14 @@ def test_clicks_on_each_button_pick_its_action(game: str) -> None:
 def test_clicks_outside_buttons_map_to_nothing(game: str) -> None:
     panel = ControlPanel(game, 540, top=600)
     first, last = panel.buttons[0], panel.buttons[-1]
-    outside = [(10, 10), (270, 599), (first.box[0] - 1, first.center[1]),
-               (last.box[2], last.center[1]), (first.center[0], 600 + 2), (-5, 650)]
+    outside = [
+        (10, 10),
+        (270, 599),
+        (first.box[0] - 1, first.center[1]),
+        (last.box[2], last.center[1]),
+        (first.center[0], 600 + 2),
+        (-5, 650),
+    ]
     for x, y in outside:
         assert panel.action_at(x, y) is None
         assert input_to_action(Click(x=x, y=y), game, panel) is None
@@ -90,17 +96,25 @@ def test_labels_differ_between_buttons() -> None:
 @pytest.mark.parametrize(
     ("key", "freeway", "snake", "overcooked"),
     [
-        ("w", "U", "U", "D"), ("W", "U", "U", "D"), ("up", "U", "U", "D"),
-        ("s", "D", "D", "U"), ("down", "D", "D", "U"),
-        ("a", None, "L", "L"), ("left", None, "L", "L"),
-        ("d", None, "R", "R"), ("right", None, "R", "R"),
+        ("w", "U", "U", "D"),
+        ("W", "U", "U", "D"),
+        ("up", "U", "U", "D"),
+        ("s", "D", "D", "U"),
+        ("down", "D", "D", "U"),
+        ("a", None, "L", "L"),
+        ("left", None, "L", "L"),
+        ("d", None, "R", "R"),
+        ("right", None, "R", "R"),
         ("f", None, None, "I"),
         ("space", "S", "S", "S"),
-        ("enter", None, None, None), ("x", None, None, None), ("ctrl", None, None, None),
+        ("enter", None, None, None),
+        ("x", None, None, None),
+        ("ctrl", None, None, None),
     ],
 )
-def test_key_to_action(key: str, freeway: str | None, snake: str | None,
-                       overcooked: str | None) -> None:
+def test_key_to_action(
+    key: str, freeway: str | None, snake: str | None, overcooked: str | None
+) -> None:
     assert key_to_action(key, "freeway") == freeway
     assert key_to_action(key, "snake") == snake
     assert key_to_action(key, "overcooked") == overcooked
@@ -129,6 +143,7 @@ def test_unknown_game_is_rejected() -> None:
 
 # ----- what a player needs, drawn beside the board (never over a cell) ---------------------
 
+
 def _changed_box(a: Image.Image, b: Image.Image) -> tuple[int, int, int, int] | None:
     from PIL import ImageChops
 
@@ -148,8 +163,12 @@ def test_freeway_lane_speeds_are_drawn_beside_the_road() -> None:
     from computer_env.realtimegym.draw import FREEWAY_CELL, draw_freeway, lane_speed
 
     assert [lane_speed(s) for s in (1, 3, -2, 0.5, -1 / 3)] == [
-        "1 cell / turn", "1 cell / 3 turns", "1 cell / 2 turns", "2 cells / turn",
-        "3 cells / turn"]
+        "1 cell / turn",
+        "1 cell / 3 turns",
+        "1 cell / 2 turns",
+        "2 cells / turn",
+        "3 cells / turn",
+    ]
     slow = SimpleNamespace(pos=9, cars=[[2, 3, 0, 3, 1], [None, 5, None, None, None]])
     fast = SimpleNamespace(pos=9, cars=[[2, 3, 0, 1, 1], [None, 5, None, None, None]])
     left = SimpleNamespace(pos=9, cars=[[2, 3, 0, -3, 1], [None, 5, None, None, None]])
@@ -169,8 +188,14 @@ def test_snake_apple_lifespans_are_listed_beside_the_board() -> None:
     def state(life: int) -> SimpleNamespace:
         attrs: list[list[object]] = [[0] * 8 for _ in range(8)]
         attrs[2][5] = (life, 1)
-        return SimpleNamespace(B=8, obstacle=[(4, 4)], food=[(2, 5)], food_attributes=attrs,
-                               snake=[(3, 3), (3, 2)], dir="U")
+        return SimpleNamespace(
+            B=8,
+            obstacle=[(4, 4)],
+            food=[(2, 5)],
+            food_attributes=attrs,
+            snake=[(3, 3), (3, 2)],
+            dir="U",
+        )
 
     box = _changed_box(draw_snake(state(9)), draw_snake(state(3)))
     assert box is not None and box[0] >= MARGIN + 8 * SNAKE_CELL  # only the side list changed

@@ -37,8 +37,14 @@ def make_env() -> Iterator[Callable[..., GameComputerEnv]]:
     made: list[GameComputerEnv] = []
 
     def make(pacing: str = "turn", **kwargs: int) -> GameComputerEnv:
-        env = GameComputerEnv("snake", "E", 0, pacing=pacing, turn_seconds=PERIOD,  # type: ignore[arg-type]
-                              game_factory=toy_factory(**kwargs))
+        env = GameComputerEnv(
+            "snake",
+            "E",
+            0,
+            pacing=pacing,  # type: ignore[arg-type]
+            turn_seconds=PERIOD,
+            game_factory=toy_factory(**kwargs),
+        )
         made.append(env)
         return env
 
@@ -62,7 +68,9 @@ def test_turn_mode_plays_one_turn_per_step(make_env: Callable[..., GameComputerE
     assert "played on turn 5" in result.output
 
 
-def test_turn_mode_unmapped_input_plays_the_default(make_env: Callable[..., GameComputerEnv]) -> None:
+def test_turn_mode_unmapped_input_plays_the_default(
+    make_env: Callable[..., GameComputerEnv],
+) -> None:
     env = make_env("turn")
     result = env.step(KeyPress(key="enter"))
     assert "not a game control" in result.output and "default action S" in result.output
@@ -72,7 +80,9 @@ def test_turn_mode_unmapped_input_plays_the_default(make_env: Callable[..., Game
     assert all(r.reason.startswith("unmapped input") for r in env.history)
 
 
-def test_clicks_on_panel_buttons_play_their_action(make_env: Callable[..., GameComputerEnv]) -> None:
+def test_clicks_on_panel_buttons_play_their_action(
+    make_env: Callable[..., GameComputerEnv],
+) -> None:
     env = make_env("turn", goal=50)
     obs = env.observe()
     image = Image.open(io.BytesIO(obs.image))
@@ -108,7 +118,8 @@ def test_finish_plays_the_rest_with_the_default(make_env: Callable[..., GameComp
 
 
 def test_elapse_spends_turns_then_drops_the_late_action(
-        make_env: Callable[..., GameComputerEnv]) -> None:
+    make_env: Callable[..., GameComputerEnv],
+) -> None:
     """Snake (like Freeway) drops an action meant for a turn that passed (RealtimeGym's
     skip_action): the turn it arrives on takes the default, recorded as dropped."""
     env = make_env("turn", goal=50)
@@ -166,8 +177,9 @@ def test_wallclock_slow_agent_lands_late(make_env: Callable[..., GameComputerEnv
     env.observe()
     seen = env.seen_turn
     assert seen is not None
-    wait_for(lambda: env.turns >= seen + 2, "2 turns to pass while the agent thinks", 10,
-             interval=POLL)
+    wait_for(
+        lambda: env.turns >= seen + 2, "2 turns to pass while the agent thinks", 10, interval=POLL
+    )
     arrived = env.turns
     result = env.step(KeyPress(key="w"))
     record = next(r for r in env.history if r.source == "agent")
@@ -203,8 +215,12 @@ def test_wallclock_game_ends_and_clock_stops(make_env: Callable[..., GameCompute
     env = make_env("wallclock", goal=50, max_turns=4)
     env.observe()
     wait_for(lambda: env.done, "the game to end", 10, interval=POLL)
-    wait_for(lambda: not any(t.name.startswith("clock-") for t in threading.enumerate()),
-             "the clock to stop", 10, interval=POLL)
+    wait_for(
+        lambda: not any(t.name.startswith("clock-") for t in threading.enumerate()),
+        "the clock to stop",
+        10,
+        interval=POLL,
+    )
     assert env.turns == 4 and env.step(KeyPress(key="w")).done
 
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 
 from computer_env.realtimegym import all_cases, normalize_score, realtimegym_available
-from computer_env.realtimegym.scores.bounds import ceiling_score, expert_score, seed_scores
-from computer_env.realtimegym.players.expert import SNAKE_BEAM, expert_plan
 from computer_env.realtimegym.games import LOADS, SEEDS
+from computer_env.realtimegym.players.expert import SNAKE_BEAM, expert_plan
+from computer_env.realtimegym.scores.bounds import ceiling_score, expert_score, seed_scores
 
 AVAILABLE, REASON = realtimegym_available()
 needs_realtimegym = pytest.mark.skipif(not AVAILABLE, reason=REASON)
@@ -65,8 +65,9 @@ def test_normalisation_is_never_clipped() -> None:
 
 
 @needs_realtimegym
-@pytest.mark.parametrize(("game", "load", "seed"), [
-    c for c in EVERY_SEED if c[0] != "overcooked" or c[2] in (0, 5)])
+@pytest.mark.parametrize(
+    ("game", "load", "seed"), [c for c in EVERY_SEED if c[0] != "overcooked" or c[2] in (0, 5)]
+)
 def test_the_expert_moves_reach_the_recorded_score(game: str, load: str, seed: int) -> None:
     """The recorded moves, played on a fresh game of the seed, score exactly the expert's
     score (Overcooked's seeds are one game: two of them, on every load)."""
@@ -82,8 +83,10 @@ def test_the_expert_moves_reach_the_recorded_score(game: str, load: str, seed: i
 
 
 @needs_realtimegym
-@pytest.mark.parametrize(("game", "load", "seed"), [
-    ("freeway", "H", 3), ("freeway", "M", 7), ("snake", "E", 1), ("snake", "H", 6)])
+@pytest.mark.parametrize(
+    ("game", "load", "seed"),
+    [("freeway", "H", 3), ("freeway", "M", 7), ("snake", "E", 1), ("snake", "H", 6)],
+)
 def test_the_expert_search_reproduces_its_moves(game: str, load: str, seed: int) -> None:
     entry = seed_scores(game, load, seed)
     backend = _fresh(game, load, seed)
@@ -113,12 +116,26 @@ def test_overcooked_ceiling_from_the_relaxed_kitchen(load: str) -> None:
 
     recipe = Recipe(("onion",) * 3)
     me = raw.gym_env.base_env.state.players[0]
-    value = overcooked_ceiling(raw.gym_env.base_mdp, tuple(me.position), tuple(me.orientation),
-                               serve_r=recipe.value, cook=recipe.time)
+    value = overcooked_ceiling(
+        raw.gym_env.base_mdp,
+        tuple(me.position),
+        tuple(me.orientation),
+        serve_r=recipe.value,
+        cook=recipe.time,
+    )
     assert value == ceiling_score("overcooked", load, 0) >= expert_score("overcooked", load, 0)
     # fewer turns never earn more
-    assert overcooked_ceiling(raw.gym_env.base_mdp, tuple(me.position), tuple(me.orientation),
-                              serve_r=recipe.value, cook=recipe.time, turns=30) < value
+    assert (
+        overcooked_ceiling(
+            raw.gym_env.base_mdp,
+            tuple(me.position),
+            tuple(me.orientation),
+            serve_r=recipe.value,
+            cook=recipe.time,
+            turns=30,
+        )
+        < value
+    )
 
 
 @needs_realtimegym

@@ -46,9 +46,14 @@ def test_all_cases_ids_and_filters() -> None:
     assert "freeway/H/seed3" in ids and "overcooked/E/seed0" in ids and "snake/M/seed7" in ids
     assert "overcooked/E/seed1" not in ids
     some = all_cases(games=["Snake", "overcooked"], loads=["E", "H"], seeds=[5, 0])
-    assert [c.case_id for c in some] == ["snake/E/seed0", "snake/E/seed5", "snake/H/seed0",
-                                         "snake/H/seed5", "overcooked/E/seed0",
-                                         "overcooked/H/seed0"]  # Overcooked: one seed
+    assert [c.case_id for c in some] == [
+        "snake/E/seed0",
+        "snake/E/seed5",
+        "snake/H/seed0",
+        "snake/H/seed5",
+        "overcooked/E/seed0",
+        "overcooked/H/seed0",
+    ]  # Overcooked: one seed
     assert GameCase("freeway", "H", 3).case_id == "freeway/H/seed3"
     with pytest.raises(ValueError):
         all_cases(games=["pacman"])
@@ -59,12 +64,14 @@ def test_all_cases_ids_and_filters() -> None:
 
 
 def test_package_imports_without_realtimegym() -> None:
-    code = ("import sys; sys.modules['realtimegym'] = None\n"
-            "import computer_env.realtimegym as m\n"
-            "ok, reason = m.realtimegym_available()\n"
-            "assert not ok and 'realtimegym' in reason and 'git repository' in reason, reason\n"
-            "try:\n    m.GameComputerEnv('snake', 'E', 0)\n"
-            "except Exception as e:\n    print(type(e).__name__, e)\n")
+    code = (
+        "import sys; sys.modules['realtimegym'] = None\n"
+        "import computer_env.realtimegym as m\n"
+        "ok, reason = m.realtimegym_available()\n"
+        "assert not ok and 'realtimegym' in reason and 'git repository' in reason, reason\n"
+        "try:\n    m.GameComputerEnv('snake', 'E', 0)\n"
+        "except Exception as e:\n    print(type(e).__name__, e)\n"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("ConfigurationError RealtimeGym is not usable")
@@ -95,8 +102,13 @@ def _assert_real_frame(env: GameComputerEnv) -> None:
 def _play(case: GameCase, pacing: str) -> GameComputerEnv:
     # 0.5 s a turn: the reference player's own thinking stays well inside a turn even on a
     # loaded 2-core machine, but turns still pass on their own whenever it is slower.
-    env = GameComputerEnv(case.game, case.load, case.seed, pacing=pacing,  # type: ignore[arg-type]
-                          turn_seconds=0.5)
+    env = GameComputerEnv(
+        case.game,
+        case.load,
+        case.seed,
+        pacing=pacing,  # type: ignore[arg-type]
+        turn_seconds=0.5,
+    )
     player = ReferencePlayer(env)
     try:
         _assert_real_frame(env)
@@ -112,20 +124,29 @@ def _play(case: GameCase, pacing: str) -> GameComputerEnv:
 # wall-clock pacing plays each game in real time (100 turns of 0.5 s): the end-to-end tier
 END_TO_END = [pytest.param(c, "turn", id=f"{c.case_id}-turn") for c in all_cases(seeds=[0])] + [
     pytest.param(c, "wallclock", id=f"{c.case_id}-wallclock", marks=pytest.mark.e2e)
-    for c in all_cases(loads=["M"], seeds=[0])]
+    for c in all_cases(loads=["M"], seeds=[0])
+]
 
 
 @needs_realtimegym
 @pytest.mark.parametrize(("case", "pacing"), END_TO_END)
-def test_reference_policy_end_to_end(case: GameCase, pacing: str,
-                                     record_property: Callable[[str, object], None]) -> None:
+def test_reference_policy_end_to_end(
+    case: GameCase, pacing: str, record_property: Callable[[str, object], None]
+) -> None:
     env = _play(case, pacing)
     norm = normalize_score(case.game, case.load, case.seed, env.score)
     record_property("score", env.score)
     record_property("normalized", norm)
     record_property("default_turns", env.default_turns)
-    log.info("%s %s: score %s (normalised %.3f), %d turns, %d default", case.case_id, pacing,
-             env.score, norm, env.turns, env.default_turns)
+    log.info(
+        "%s %s: score %s (normalised %.3f), %d turns, %d default",
+        case.case_id,
+        pacing,
+        env.score,
+        norm,
+        env.turns,
+        env.default_turns,
+    )
     assert env.done and 0 < env.turns <= 100 and 0.0 <= norm <= 1.0
     assert len(env.history) == env.turns
     assert norm > 0, "the reference policy should score on every game"
@@ -147,6 +168,7 @@ def test_keys_move_the_real_games() -> None:
         env.close()
     oc = GameComputerEnv("overcooked", "E", 0)
     try:
+
         def chef(raw: object) -> tuple[int, int]:
             return tuple(raw.gym_env.base_env.state.players[0].position)  # type: ignore[attr-defined]
 
@@ -177,9 +199,16 @@ def test_overcooked_frame_shows_pots_and_partner_beside_the_kitchen() -> None:
         cooking = None
         while not env.done and cooking is None:
             env.step(KeyPress(key=player.next_key()))
-            cooking = env.read_state(lambda r: next(
-                (o for o in r.gym_env.base_env.state.objects.values()
-                 if o.name == "soup" and o.is_cooking), None))
+            cooking = env.read_state(
+                lambda r: next(
+                    (
+                        o
+                        for o in r.gym_env.base_env.state.objects.values()
+                        if o.name == "soup" and o.is_cooking
+                    ),
+                    None,
+                )
+            )
         assert cooking is not None, "the reference player never started a soup"
         from computer_env.realtimegym.draw import pot_status
 
@@ -207,7 +236,9 @@ def test_reference_player_on_a_finished_game_answers_the_default(game: str) -> N
         env.close()
 
 
-def test_the_vislogs_sweep_keeps_files_and_never_meets_another_workers_making(tmp_path: Path) -> None:
+def test_the_vislogs_sweep_keeps_files_and_never_meets_another_workers_making(
+    tmp_path: Path,
+) -> None:
     """Overcooked's set-up makes ``./vislogs/...`` in the working directory, which the xdist
     workers share: the backend removes the tree when it is only empty folders and keeps any
     folder that holds a file; the making and the removal hold the folder's lock, so one
@@ -220,7 +251,9 @@ def test_the_vislogs_sweep_keeps_files_and_never_meets_another_workers_making(tm
     (root / "kept" / "frame.png").write_bytes(b"x")
     _remove_empty_tree(root)
     assert sorted(p.relative_to(root).as_posix() for p in root.rglob("*")) == [
-        "kept", "kept/frame.png"]
+        "kept",
+        "kept/frame.png",
+    ]
     (root / "kept" / "frame.png").unlink()
     _remove_empty_tree(root)
     assert not root.exists()

@@ -68,19 +68,23 @@ def test_freeway_screen_shows_when_each_lane_moves_next(load: str, seed: int) ->
             if car[1] is None:
                 continue
             arrow = "→" if car[2] == "right" else "←"
-            by_lane.setdefault(9 - car[0], set()).add(f"{arrow} moves in {_moves_in_from_text(car)}")
+            by_lane.setdefault(9 - car[0], set()).add(
+                f"{arrow} moves in {_moves_in_from_text(car)}"
+            )
         for lane in range(1, 9):
             label = labels[lane]
             expected = by_lane.get(lane)
             if expected is None:
                 assert label == "no cars"
             else:
-                shown = {f"{part[0]} moves in {part.rsplit(' ', 1)[1]}"
-                         for part in label.split(" | ")}
+                shown = {
+                    f"{part[0]} moves in {part.rsplit(' ', 1)[1]}" for part in label.split(" | ")
+                }
                 assert shown == expected, (lane, label, text["car_states"])
                 checked += 1
-            assert _drawn_text_matches(frame, (9 * FREEWAY_CELL + 10,
-                                               lane * FREEWAY_CELL + FREEWAY_CELL // 2), label)
+            assert _drawn_text_matches(
+                frame, (9 * FREEWAY_CELL + 10, lane * FREEWAY_CELL + FREEWAY_CELL // 2), label
+            )
         backend.advance(action)
         if backend.terminal:
             break
@@ -93,8 +97,9 @@ def _snake_read_from_pixels(frame: Image.Image, size: int) -> list[tuple[int, in
     head, tail, body = None, None, []
     for x in range(size):
         for y in range(size):
-            px = rgb(frame.getpixel((MARGIN + x * SNAKE_CELL + 10,
-                                     (size - 1 - y) * SNAKE_CELL + 10)))
+            px = rgb(
+                frame.getpixel((MARGIN + x * SNAKE_CELL + 10, (size - 1 - y) * SNAKE_CELL + 10))
+            )
             if px == SNAKE_HEAD:
                 head = (x, y)
             elif px == SNAKE_TAIL:

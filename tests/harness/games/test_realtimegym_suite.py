@@ -20,33 +20,60 @@ SHADOW = str(ROOT / "tests" / "harness" / "helpers" / "no_realtimegym")
 
 
 def test_suite_skips_cleanly_without_realtimegym(tmp_path: Path) -> None:
-    run = run_suite(tmp_path, "rtg-none", "--seeds", "0", target="tests/realtimegym",
-                    env={"PYTHONPATH": SHADOW}, timeout=300)
+    run = run_suite(
+        tmp_path,
+        "rtg-none",
+        "--seeds",
+        "0",
+        target="tests/realtimegym",
+        env={"PYTHONPATH": SHADOW},
+        timeout=300,
+    )
     assert run.rc == 0, run.output[-3000:]
     assert "9 skipped" in run.output, run.output[-2000:]
-    reasons = {line.split("] ", 1)[-1] for line in run.output.splitlines()
-               if line.startswith("SKIPPED")}
+    reasons = {
+        line.split("] ", 1)[-1] for line in run.output.splitlines() if line.startswith("SKIPPED")
+    }
     assert len(reasons) == 1 and "RealtimeGym is not usable" in reasons.pop()
 
 
-@pytest.mark.parametrize(("args", "option"), [
-    (("--turn-seconds", "0"), "--turn-seconds"),
-    (("--pacing", "realtime", "--turn-seconds", "-1"), "--turn-seconds"),
-    (("--seeds", "8"), "--seeds"),
-    (("--seeds", "0-9"), "--seeds"),
-    (("--games", "pong"), "--games"),
-    (("--loads", "X"), "--loads"),
-    (("--pacing", "fast"), "--pacing"),
-    (("--pacing", "realtime", "--turn-tokens", "100"), "--turn-tokens"),
-    (("--turn-tokens", "4096,lots"), "--turn-tokens"),
-    (("--turn-tokens", "0"), "--turn-tokens"),
-])
-def test_bad_game_options_are_usage_errors(tmp_path: Path, args: tuple[str, ...],
-                                           option: str) -> None:
+@pytest.mark.parametrize(
+    ("args", "option"),
+    [
+        (("--turn-seconds", "0"), "--turn-seconds"),
+        (("--pacing", "realtime", "--turn-seconds", "-1"), "--turn-seconds"),
+        (("--seeds", "8"), "--seeds"),
+        (("--seeds", "0-9"), "--seeds"),
+        (("--games", "pong"), "--games"),
+        (("--loads", "X"), "--loads"),
+        (("--pacing", "fast"), "--pacing"),
+        (("--pacing", "realtime", "--turn-tokens", "100"), "--turn-tokens"),
+        (("--turn-tokens", "4096,lots"), "--turn-tokens"),
+        (("--turn-tokens", "0"), "--turn-tokens"),
+    ],
+)
+def test_bad_game_options_are_usage_errors(
+    tmp_path: Path, args: tuple[str, ...], option: str
+) -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "tests/realtimegym", "--collect-only", "-q",
-         "--results-dir", str(tmp_path), "-o", f"cache_dir={tmp_path / 'cache'}", *args],
-        cwd=ROOT, capture_output=True, text=True, timeout=300)
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "tests/realtimegym",
+            "--collect-only",
+            "-q",
+            "--results-dir",
+            str(tmp_path),
+            "-o",
+            f"cache_dir={tmp_path / 'cache'}",
+            *args,
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     text = proc.stdout + proc.stderr
     assert proc.returncode == 4, text[-2000:]  # a usage error, before anything runs
     error = next((line for line in text.splitlines() if line.startswith("ERROR:")), "")
@@ -62,13 +89,26 @@ def test_all_nine_game_load_combinations_play_and_summarise(tmp_path: Path, paci
     ok, why = realtimegym_available()
     if not ok:
         pytest.skip(why)
-    run = run_suite(tmp_path, f"rtg-{pacing}", "--seeds", "0", "-n", "1", "--pacing", pacing,
-                    "--turn-seconds", "2", target="tests/realtimegym", timeout=1200)
+    run = run_suite(
+        tmp_path,
+        f"rtg-{pacing}",
+        "--seeds",
+        "0",
+        "-n",
+        "1",
+        "--pacing",
+        pacing,
+        "--turn-seconds",
+        "2",
+        target="tests/realtimegym",
+        timeout=1200,
+    )
     assert run.rc == 0, run.output[-3000:]
     results = run.results()
     assert len(results) == 9
     assert {r["group"] for r in results.values()} == {
-        f"{g}/{x}" for g in ("freeway", "snake", "overcooked") for x in "EMH"}
+        f"{g}/{x}" for g in ("freeway", "snake", "overcooked") for x in "EMH"
+    }
     for r in results.values():
         ev = r["evaluator"][0]
         assert r["outcome"] == "passed" and 0.5 <= r["score"] <= 1.0
@@ -89,7 +129,10 @@ def test_all_nine_game_load_combinations_play_and_summarise(tmp_path: Path, paci
     rows = list(csv.DictReader(io.StringIO((run.run_dir / "summary.csv").read_text())))
     game_rows = [row for row in rows if row["level"] == "game_load"]
     assert {row["name"] for row in game_rows} >= {"freeway/E", "snake/H", "all/M"}
-    assert all(row["pacing"] == label and row["mean_raw"] and row["bound"]
-               for row in game_rows if not row["name"].startswith("all/"))
+    assert all(
+        row["pacing"] == label and row["mean_raw"] and row["bound"]
+        for row in game_rows
+        if not row["name"].startswith("all/")
+    )
     assert f"pacing: {label}" in run.output and "raw" in run.output
     print({cid: (r["raw_score"], round(r["score"], 3)) for cid, r in sorted(results.items())})

@@ -9,33 +9,55 @@ import subprocess
 import sys
 from pathlib import Path
 
-from fixtures.report.tables.game_table import game_tables, pacing_label
-from fixtures.report.report_html import summary_html
 from fixtures.cases.records.results import TaskResult
+from fixtures.report.report_html import summary_html
 from fixtures.report.summary import format_summary, summarize, summary_csv
+from fixtures.report.tables.game_table import game_tables, pacing_label
 from tests.harness.helpers.suite import ROOT
 
 
-def _result(game: str, load: str, seed: int, raw: float, bound: float, *,
-            tokens: int | None = None, outcome: str = "passed") -> TaskResult:
+def _result(
+    game: str,
+    load: str,
+    seed: int,
+    raw: float,
+    bound: float,
+    *,
+    tokens: int | None = None,
+    outcome: str = "passed",
+) -> TaskResult:
     score = raw / bound
     case_id = f"{game}/{load}/seed{seed}" + (f"/tokens{tokens}" if tokens else "")
     return TaskResult(
-        benchmark="realtimegym", case_id=case_id, domain=game, group=f"{game}/{load}",
-        task_id=case_id.split("/", 1)[1], outcome=outcome,  # type: ignore[arg-type]
+        benchmark="realtimegym",
+        case_id=case_id,
+        domain=game,
+        group=f"{game}/{load}",
+        task_id=case_id.split("/", 1)[1],
+        outcome=outcome,  # type: ignore[arg-type]
         score=score if outcome in ("passed", "failed") else None,
         raw_score=raw if outcome in ("passed", "failed") else None,
-        evaluator=[{"bound": bound, "expert": bound, "ceiling": bound + 3, "raw_score": raw,
-                    "load": load, "pacing": "turn",
-                    "turn_seconds": None, "turn_tokens": tokens}])
+        evaluator=[
+            {
+                "bound": bound,
+                "expert": bound,
+                "ceiling": bound + 3,
+                "raw_score": raw,
+                "load": load,
+                "pacing": "turn",
+                "turn_seconds": None,
+                "turn_tokens": tokens,
+            }
+        ],
+    )
 
 
 def test_table_per_budget_with_raw_and_normalised() -> None:
     results = [
-        _result("freeway", "E", 0, 80, 87, tokens=4096), _result("freeway", "E", 1, 0, 89,
-                                                                  tokens=4096),
-        _result("snake", "H", 0, 9, 27, tokens=4096), _result("snake", "H", 0, 18, 27,
-                                                               tokens=8192),
+        _result("freeway", "E", 0, 80, 87, tokens=4096),
+        _result("freeway", "E", 1, 0, 89, tokens=4096),
+        _result("snake", "H", 0, 9, 27, tokens=4096),
+        _result("snake", "H", 0, 18, 27, tokens=8192),
         _result("freeway", "E", 0, 87, 87, tokens=8192),
         _result("overcooked", "M", 0, 0, 56, tokens=8192, outcome="unscored"),
     ]
@@ -52,16 +74,21 @@ def test_table_per_budget_with_raw_and_normalised() -> None:
     text = format_summary(summary)
     assert "pacing: turn, 4096 tokens a turn" in text
     assert "raw 40 (expert 88, ceiling 91) → 46.0% n=2" in text
-    rows = [r for r in csv.DictReader(io.StringIO(summary_csv(summary)))
-            if r["level"] == "game_load"]
+    rows = [
+        r for r in csv.DictReader(io.StringIO(summary_csv(summary))) if r["level"] == "game_load"
+    ]
     assert {(r["name"], r["pacing"]) for r in rows} >= {
-        ("freeway/E", "turn, 4096 tokens a turn"), ("snake/H", "turn, 8192 tokens a turn"),
-        ("all/E", "turn, 4096 tokens a turn")}
+        ("freeway/E", "turn, 4096 tokens a turn"),
+        ("snake/H", "turn, 8192 tokens a turn"),
+        ("all/E", "turn, 4096 tokens a turn"),
+    }
     assert next(r for r in rows if r["name"] == "freeway/E")["mean_raw"] == "40.0"
     page = summary_html(summary)
     assert "RealtimeGym per load — pacing: turn, 4096 tokens a turn" in page
-    assert ("<tr><td>freeway</td><td>raw 40 (expert 88, ceiling 91) → 46.0% n=2</td>"
-            "<td>—</td><td>—</td></tr>") in page
+    assert (
+        "<tr><td>freeway</td><td>raw 40 (expert 88, ceiling 91) → 46.0% n=2</td>"
+        "<td>—</td><td>—</td></tr>"
+    ) in page
 
 
 def test_a_player_above_the_expert_shows_above_one() -> None:
@@ -89,12 +116,39 @@ def test_pacing_labels() -> None:
 
 def test_several_token_budgets_collect_one_case_per_budget(tmp_path: Path) -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "tests/realtimegym", "--collect-only", "-q",
-         "--results-dir", str(tmp_path), "-o", f"cache_dir={tmp_path / 'cache'}",
-         "--games", "freeway,overcooked", "--loads", "E", "--seeds", "0,1",
-         "--turn-tokens", "8192,4096"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "tests/realtimegym",
+            "--collect-only",
+            "-q",
+            "--results-dir",
+            str(tmp_path),
+            "-o",
+            f"cache_dir={tmp_path / 'cache'}",
+            "--games",
+            "freeway,overcooked",
+            "--loads",
+            "E",
+            "--seeds",
+            "0,1",
+            "--turn-tokens",
+            "8192,4096",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    ids = sorted(line.split("[", 1)[1].rstrip("]") for line in proc.stdout.splitlines()
-                 if "::test_realtimegym[" in line)
-    assert ids == sorted(f"{case}/tokens{b}" for b in (4096, 8192) for case in
-                         ("freeway/E/seed0", "freeway/E/seed1", "overcooked/E/seed0"))
+    ids = sorted(
+        line.split("[", 1)[1].rstrip("]")
+        for line in proc.stdout.splitlines()
+        if "::test_realtimegym[" in line
+    )
+    assert ids == sorted(
+        f"{case}/tokens{b}"
+        for b in (4096, 8192)
+        for case in ("freeway/E/seed0", "freeway/E/seed1", "overcooked/E/seed0")
+    )

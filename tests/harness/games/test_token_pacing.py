@@ -33,10 +33,12 @@ def test_lost_turns_is_ceil_minus_one() -> None:
 def _play(tmp_path: Path, game: str, clock, *, faults: str | None = None, steps: int = 6):
     factory = toy_factory(goal=1000, max_turns=60)
     env = GameComputerEnv(game, "E", 0, pacing="turn", game_factory=factory)
-    with ReferenceEndpoint(policy=lambda instruction, index, request: PRESS_UP,
-                           faults=faults) as endpoint:
-        agent = HoloComputerAgent(endpoint.url, "reference-policy", recorder=Recorder(tmp_path),
-                                  max_reasks=2)
+    with ReferenceEndpoint(
+        policy=lambda instruction, index, request: PRESS_UP, faults=faults
+    ) as endpoint:
+        agent = HoloComputerAgent(
+            endpoint.url, "reference-policy", recorder=Recorder(tmp_path), max_reasks=2
+        )
         agent.before_action = clock(env)
         traj = agent.run(env, max_steps=steps)
     env.close()
@@ -68,23 +70,33 @@ def test_overcooked_keeps_late_actions(tmp_path: Path) -> None:
 
 def test_reasks_are_charged_too(tmp_path: Path) -> None:
     big = 10_000  # no budget is spent by one answer alone: only the re-asks make turns pass
-    env, _, traj = _play(tmp_path, "snake", lambda env: token_clock(env, turn_tokens=big),
-                         faults="malformed=2", steps=2)
+    env, _, traj = _play(
+        tmp_path,
+        "snake",
+        lambda env: token_clock(env, turn_tokens=big),
+        faults="malformed=2",
+        steps=2,
+    )
     first = [r for r in traj.steps if r.step == 0]
     assert [r.reask for r in first] == [0, 1, 2] and first[0].error  # two malformed, re-asked
     spent = sum(r.completion_tokens or 0 for r in first)
     assert spent <= big and env.turns == 2  # still within one turn's budget: nothing lost
-    env2, _, traj2 = _play(tmp_path / "b", "snake",
-                           lambda env: token_clock(env, turn_tokens=max(1, spent - 1)),
-                           faults="malformed=2", steps=1)
+    env2, _, traj2 = _play(
+        tmp_path / "b",
+        "snake",
+        lambda env: token_clock(env, turn_tokens=max(1, spent - 1)),
+        faults="malformed=2",
+        steps=1,
+    )
     assert env2.turns == 2 and env2.dropped_actions == 1  # one answer's worth fits; re-asks don't
 
 
 def test_seconds_pacing_charges_the_models_latency_only(tmp_path: Path) -> None:
     """The endpoint takes 1.5 s per answer at 1 s a turn: one turn lost per step. The harness'
     own work between requests (screenshots, images, HTTP) is not charged, however slow."""
-    env, game, traj = _play(tmp_path, "freeway", lambda env: seconds_clock(env, 1.0),
-                            faults="delay=1.5", steps=3)
+    env, game, traj = _play(
+        tmp_path, "freeway", lambda env: seconds_clock(env, 1.0), faults="delay=1.5", steps=3
+    )
     latencies = [r.latency_s for r in traj.steps]
     assert all(1.5 <= s for s in latencies), latencies
     expected = sum(lost_turns(s, 1.0) for s in latencies)

@@ -14,8 +14,8 @@ from types import SimpleNamespace
 import pytest
 
 from computer_env import guest_programs
-from computer_env.guest_programs import file_saves, tamper_probe, verifier_run, x_window
 from computer_env.desktop.providers.local.bwrap import GUEST_SUBPACKAGES
+from computer_env.guest_programs import file_saves, tamper_probe, verifier_run, x_window
 
 
 def test_read_and_fill_the_shipped_programs() -> None:
@@ -30,29 +30,52 @@ def test_read_and_fill_the_shipped_programs() -> None:
     assert "guest_programs" in GUEST_SUBPACKAGES  # the desktop image and sandbox carry them
 
 
-@pytest.mark.parametrize(("entry", "busy"), [
-    ("lu12ab.tmp", True), (".goutputstream-XYZ", True), (".report.ods.1a2b.tmp", True),
-    (".report.ods.part", True), ("report.ods", False), ("other.tmp", False),
-])
+@pytest.mark.parametrize(
+    ("entry", "busy"),
+    [
+        ("lu12ab.tmp", True),
+        (".goutputstream-XYZ", True),
+        (".report.ods.1a2b.tmp", True),
+        (".report.ods.part", True),
+        ("report.ods", False),
+        ("other.tmp", False),
+    ],
+)
 def test_a_save_in_progress_is_seen_by_its_temporary_file(entry: str, busy: bool) -> None:
     assert file_saves.is_busy_name(entry, "report.ods") is busy
 
 
 def test_an_unsaved_window_names_its_file() -> None:
-    listing = ("0x01 0 host *report.ods - LibreOffice Calc\n"
-               "0x02 0 host notes.txt - Mousepad\n0x03 0 host\n")
-    assert file_saves.busy_titles(listing, ["/home/user/report.ods", "/home/user/notes.txt"]) \
-        == ["window '*report.ods - LibreOffice Calc'"]
+    listing = (
+        "0x01 0 host *report.ods - LibreOffice Calc\n"
+        "0x02 0 host notes.txt - Mousepad\n0x03 0 host\n"
+    )
+    assert file_saves.busy_titles(listing, ["/home/user/report.ods", "/home/user/notes.txt"]) == [
+        "window '*report.ods - LibreOffice Calc'"
+    ]
 
 
 def test_the_saves_probe_answers_one_json_line(tmp_path: Path) -> None:
     doc = tmp_path / "a.ods"
     doc.write_bytes(b"12345")
     (tmp_path / "lu1.tmp").write_text("")
-    out = subprocess.run([sys.executable, "-c", guest_programs.read("file_saves.py"), str(doc),
-                          str(tmp_path / "gone.txt")], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            guest_programs.read("file_saves.py"),
+            str(doc),
+            str(tmp_path / "gone.txt"),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     state = json.loads(out.stdout)
-    assert state["files"][str(doc)][0][0] == 5 and state["files"][str(tmp_path / "gone.txt")] == [None, None]
+    assert state["files"][str(doc)][0][0] == 5 and state["files"][str(tmp_path / "gone.txt")] == [
+        None,
+        None,
+    ]
     assert str(tmp_path / "lu1.tmp") in state["busy"]
 
 
@@ -62,7 +85,9 @@ def test_tamper_probe_finds_the_hooks_in_a_home(tmp_path: Path) -> None:
     (tmp_path / ".config/autostart/x.desktop").write_text("[Desktop Entry]\n")
     found = tamper_probe.scan(str(tmp_path))
     assert found[str(tmp_path / ".bashrc")]["kind"] == "shell_rc"
-    assert found[str(tmp_path / ".bashrc")]["digest"] == tamper_probe.digest(str(tmp_path / ".bashrc"))
+    assert found[str(tmp_path / ".bashrc")]["digest"] == tamper_probe.digest(
+        str(tmp_path / ".bashrc")
+    )
     assert found[str(tmp_path / ".config/autostart/x.desktop")]["kind"] == "autostart"
     assert tamper_probe.package_key("NumPy-1.26.dist-info") == "numpy"
     assert tamper_probe.digest(str(tmp_path / "missing")) == "unreadable:FileNotFoundError"
@@ -71,21 +96,33 @@ def test_tamper_probe_finds_the_hooks_in_a_home(tmp_path: Path) -> None:
 def test_tamper_probe_runs_isolated_from_stdin(tmp_path: Path) -> None:
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
     (tmp_path / ".profile").write_text("")
-    out = subprocess.run([sys.executable, "-I", "-S", "-"], input=guest_programs.read("tamper_probe.py"),
-                         capture_output=True, text=True, env=env, check=True)
+    out = subprocess.run(
+        [sys.executable, "-I", "-S", "-"],
+        input=guest_programs.read("tamper_probe.py"),
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+    )
     line = next(ln for ln in out.stdout.splitlines() if ln.startswith(tamper_probe.MARK))
-    assert str(tmp_path / ".profile") in json.loads(line[len(tamper_probe.MARK):])
+    assert str(tmp_path / ".profile") in json.loads(line[len(tamper_probe.MARK) :])
 
 
 def test_the_verifier_runner_reports_result_bad_and_error() -> None:
     assert verifier_run.answer(True) == {"result": True}
     assert verifier_run.answer("yes") == {"bad": "'yes'"}
-    for code, key in (("def verify():\n    return 0.5\n", "result"),
-                      ("def verify():\n    raise RuntimeError('x')\n", "error")):
-        script = guest_programs.read("verifier_run.py") + f"\nrun({code!r}, '@@M@@', {os.defpath!r})\n"
-        out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    for code, key in (
+        ("def verify():\n    return 0.5\n", "result"),
+        ("def verify():\n    raise RuntimeError('x')\n", "error"),
+    ):
+        script = (
+            guest_programs.read("verifier_run.py") + f"\nrun({code!r}, '@@M@@', {os.defpath!r})\n"
+        )
+        out = subprocess.run(
+            [sys.executable, "-c", script], capture_output=True, text=True, check=True
+        )
         line = next(ln for ln in out.stdout.splitlines() if ln.startswith("@@M@@"))
-        assert key in json.loads(line[len("@@M@@"):])
+        assert key in json.loads(line[len("@@M@@") :])
 
 
 def test_focus_inside_walks_up_to_the_window() -> None:

@@ -38,9 +38,14 @@ class AuditRun:
 
 
 @needs(E2E)
-def audit_run(tmp_path: Path, exploits: list[str] | None = None, *args: str,
-              target: str = "tests/osworld", tasks: dict[str, list[str]] | None = None,
-              timeout: float = 1500) -> AuditRun:
+def audit_run(
+    tmp_path: Path,
+    exploits: list[str] | None = None,
+    *args: str,
+    target: str = "tests/osworld",
+    tasks: dict[str, list[str]] | None = None,
+    timeout: float = 1500,
+) -> AuditRun:
     """``pytest <target> --audit`` (on ``tasks``, default :data:`BUILTIN_TASK`, for the built-in
     OSWorld set) with ``exploits`` (default all), two workers."""
     extra = list(args)
@@ -50,6 +55,7 @@ def audit_run(tmp_path: Path, exploits: list[str] | None = None, *args: str,
         extra += ["--task-list", str(listing)]
     if exploits:
         extra += ["--audit-exploits", ",".join(exploits)]
-    run = run_suite(tmp_path / "results", "audit", "--audit", "-n", "2", *extra, target=target,
-                    timeout=timeout)
+    run = run_suite(
+        tmp_path / "results", "audit", "--audit", "-n", "2", *extra, target=target, timeout=timeout
+    )
     return AuditRun(run)

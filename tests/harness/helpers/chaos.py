@@ -53,15 +53,19 @@ _done: set[str] = set()
 _pools: list[Any] = []  # the worker's desktop pool, seen when a case's agent starts
 
 
-def _host_kill(ctx: Any, wanted: Callable[[list[str]], bool], what: str,
-               sig: int = signal.SIGKILL) -> None:
+def _host_kill(
+    ctx: Any, wanted: Callable[[list[str]], bool], what: str, sig: int = signal.SIGKILL
+) -> None:
     """``sig`` (SIGKILL), from the host, to the processes of the desktop of ``ctx`` whose
     command line ``wanted`` accepts (an infrastructure failure: the host's doing, not the
     agent's)."""
     pool = _pools[-1]
     spare = getattr(pool, "_spare", None)
-    providers = [p for p in (pool.provider, getattr(spare, "provider", None))
-                 if p is not None and p.handle is not None and p.handle.url == ctx.handle.url]
+    providers = [
+        p
+        for p in (pool.provider, getattr(spare, "provider", None))
+        if p is not None and p.handle is not None and p.handle.url == ctx.handle.url
+    ]
     assert providers, f"no provider of the desktop at {ctx.handle.url}"
     killed = 0
     for pid in providers[0].pids():
@@ -80,11 +84,9 @@ def _ids(name: str) -> set[str]:
 
 def _kill_server(ctx: Any) -> None:
     """SIGKILL the guest server from the host and return once it no longer answers."""
-    _host_kill(ctx, lambda argv: argv[1:3] == ["-m", "computer_env.desktop.server"],
-               "guest server")
+    _host_kill(ctx, lambda argv: argv[1:3] == ["-m", "computer_env.desktop.server"], "guest server")
     with DesktopClient.from_handle(ctx.handle, retries=0, timeout=2.0) as probe:
-        wait_for(lambda: not probe.ping(), "the guest server to stop answering", 30,
-                 interval=0.05)
+        wait_for(lambda: not probe.ping(), "the guest server to stop answering", 30, interval=0.05)
 
 
 def _draws(probe: DesktopClient) -> bool:
@@ -104,8 +106,9 @@ def _kill_x(ctx: Any) -> None:
 
 def _stop_x(ctx: Any) -> None:
     """SIGSTOP the X server from the host (it stays stopped until the desktop is ended)."""
-    _host_kill(ctx, lambda argv: bool(argv) and os.path.basename(argv[0]) == "Xvfb", "Xvfb",
-               signal.SIGSTOP)
+    _host_kill(
+        ctx, lambda argv: bool(argv) and os.path.basename(argv[0]) == "Xvfb", "Xvfb", signal.SIGSTOP
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -115,8 +118,14 @@ def pytest_configure(config: pytest.Config) -> None:
     real_run_agent: Callable[..., Any] = getattr(osworld_case, "run_agent")
     real_evaluate: Callable[..., Any] = getattr(osworld_case, "evaluate")
 
-    def run_agent(task: Any, ctx: Any, ws: Any, case_dir: Any, attempt: Any,
-                  on_step: Callable[[Any], None] | None) -> Any:
+    def run_agent(
+        task: Any,
+        ctx: Any,
+        ws: Any,
+        case_dir: Any,
+        attempt: Any,
+        on_step: Callable[[Any], None] | None,
+    ) -> Any:
         _pools[:] = [ws.worker.pool]
         first = task.id not in _done
         kill: Callable[[Any], None] | None = None
@@ -144,11 +153,14 @@ def pytest_configure(config: pytest.Config) -> None:
         if task.id in _ids("CHAOS_EVAL_UNSUPPORTED"):
             raise EvaluatorUnsupported("metric 'chaos_metric'", "not in this environment")
         if task.id in _ids("CHAOS_EVAL_ABORT_ALWAYS") or (
-                task.id in _ids("CHAOS_EVAL_ABORT") and f"abort:{task.id}" not in _done):
+            task.id in _ids("CHAOS_EVAL_ABORT") and f"abort:{task.id}" not in _done
+        ):
             _done.add(f"abort:{task.id}")
-            scoring_process().call("tests.harness.helpers.scorer_fault_jobs:abort",
-                                   f"the evaluation of {task.case_id}",
-                                   reads_agent_state=True)
+            scoring_process().call(
+                "tests.harness.helpers.scorer_fault_jobs:abort",
+                f"the evaluation of {task.case_id}",
+                reads_agent_state=True,
+            )
         if task.id in _ids("CHAOS_HARNESS_BUG"):
             try:
                 raise ConnectionRefusedError("the desktop refused")
@@ -185,7 +197,12 @@ def _wrong_solutions(request: pytest.FixtureRequest) -> None:
     task, _ = request.getfixturevalue("osworld_task")
     if task.id in wrong:
         ws = request.getfixturevalue("worker_state")
-        give_up = [{"note": None, "thought": "give up at once",
-                    "tool_call": {"tool_name": "answer", "content": "DONE"}}]
+        give_up = [
+            {
+                "note": None,
+                "thought": "give up at once",
+                "tool_call": {"tool_name": "answer", "content": "DONE"},
+            }
+        ]
         ws.reference.solutions[task.instruction] = give_up
         ws.reference.solutions[solution_key(task.case_id)] = give_up  # what it matches first

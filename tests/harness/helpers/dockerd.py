@@ -36,8 +36,12 @@ def docker_client() -> Iterator[Any]:
     except Exception:
         if os.geteuid() != 0:
             pytest.skip("no Docker daemon answers and starting one needs root")
-        run = subprocess.run(["bash", str(ROOT / "scripts" / "start-dockerd.sh")],
-                             capture_output=True, text=True, timeout=300)
+        run = subprocess.run(
+            ["bash", str(ROOT / "scripts" / "start-dockerd.sh")],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         if run.returncode != 0:
             pytest.skip(f"could not start dockerd: {run.stderr.strip()[-300:]}")
         client = _client()

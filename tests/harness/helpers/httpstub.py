@@ -10,8 +10,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 class CountingServer:
     """``status`` and ``body`` for every GET; ``hits`` counts them; ``url`` ends in ``path``."""
 
-    def __init__(self, status: int = 200, *, body: bytes = b"ok\n", port: int = 0,
-                 path: str = "/") -> None:
+    def __init__(
+        self, status: int = 200, *, body: bytes = b"ok\n", port: int = 0, path: str = "/"
+    ) -> None:
         self.status = status
         self.body = body
         self.hits = 0

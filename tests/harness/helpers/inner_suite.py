@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-_CONFTEST = r'''
+_CONFTEST = r"""
 import pytest
 from pathlib import Path
 from fixtures.cases.records.redact import register_secret
@@ -50,16 +50,25 @@ def pytest_runtest_makereport(item, call):
     write_result(folder, result)
     (folder / "replay.html").write_text(REPLAY.format(task_id=task_id))
     rep.user_properties.append(task_result_property(result))
-'''
+"""
 
 
-def report_conftest(run_dir: Path, *, model: str, reference_policy: bool, replay: str,
-                    secrets: tuple[str, ...] = (), compare_to: Path | None = None) -> str:
+def report_conftest(
+    run_dir: Path,
+    *,
+    model: str,
+    reference_policy: bool,
+    replay: str,
+    secrets: tuple[str, ...] = (),
+    compare_to: Path | None = None,
+) -> str:
     """The conftest text: results of ``model`` under ``run_dir``; ``replay`` is each case's
     replay page (``{task_id}`` filled in); ``secrets`` are registered for redaction."""
     values = {
-        "__RUN_DIR__": repr(str(run_dir)), "__MODEL__": repr(model),
-        "__REFERENCE_POLICY__": repr(reference_policy), "__REPLAY__": repr(replay),
+        "__RUN_DIR__": repr(str(run_dir)),
+        "__MODEL__": repr(model),
+        "__REFERENCE_POLICY__": repr(reference_policy),
+        "__REPLAY__": repr(replay),
         "__SECRETS__": repr(list(secrets)),
         "__COMPARE_TO__": repr(None if compare_to is None else str(compare_to)),
     }

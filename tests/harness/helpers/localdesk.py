@@ -20,8 +20,13 @@ if TYPE_CHECKING:
 
 @needs(DESKTOP)
 @contextmanager
-def local_desktop(*, width: int = 1920, height: int = 1080, allow_ports: Iterable[int] = (),
-                  skip_unavailable: bool = False) -> Iterator[LocalSandboxProvider]:
+def local_desktop(
+    *,
+    width: int = 1920,
+    height: int = 1080,
+    allow_ports: Iterable[int] = (),
+    skip_unavailable: bool = False,
+) -> Iterator[LocalSandboxProvider]:
     """A started :class:`LocalSandboxProvider` that may reach ``allow_ports`` on the host, closed
     on exit. With ``skip_unavailable`` a machine that cannot start one skips the test (saying
     why) instead of failing it."""
@@ -54,8 +59,9 @@ def own_run() -> tuple[ownership.Run, dict[str, str]]:
 
 def guest_sh(handle: DesktopHandle, command: str, timeout: float = 120.0) -> dict[str, Any]:
     """Run a shell command inside the desktop through the OSWorld /execute endpoint."""
-    with httpx.Client(base_url=handle.url, headers={"Authorization": f"Bearer {handle.token}"},
-                      timeout=timeout) as c:
+    with httpx.Client(
+        base_url=handle.url, headers={"Authorization": f"Bearer {handle.token}"}, timeout=timeout
+    ) as c:
         resp = c.post("/execute", json={"command": command, "shell": True})
     assert resp.status_code == 200, resp.text
     answer: dict[str, Any] = resp.json()

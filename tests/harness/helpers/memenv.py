@@ -17,8 +17,15 @@ from computer_env.base import Click, ComputerEnv, InputEvent, Observation, StepR
 class MemoryEnv(ComputerEnv):
     """Synthetic screen of ``width`` x ``height``; ``events`` lists what the agent sent."""
 
-    def __init__(self, instruction: str, width: int = 1280, height: int = 800, *,
-                 mime: str = "image/png", done_after: int | None = None) -> None:
+    def __init__(
+        self,
+        instruction: str,
+        width: int = 1280,
+        height: int = 800,
+        *,
+        mime: str = "image/png",
+        done_after: int | None = None,
+    ) -> None:
         self._instruction = instruction
         self.width, self.height = width, height
         self.mime = mime
@@ -49,8 +56,9 @@ class MemoryEnv(ComputerEnv):
         return buf.getvalue()
 
     def observe(self) -> Observation:
-        obs = Observation(image=self._render(), width=self.width, height=self.height,
-                          mime=self.mime)
+        obs = Observation(
+            image=self._render(), width=self.width, height=self.height, mime=self.mime
+        )
         self.observations.append(obs)
         return obs
 

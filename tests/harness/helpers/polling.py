@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Callable, TypeVar
+from collections.abc import Callable
+from typing import TypeVar
 
 T = TypeVar("T")
 
@@ -41,8 +42,9 @@ def scaled(seconds: float) -> float:
     return seconds * time_scale()
 
 
-def wait_for(predicate: Callable[[], T], what: str, timeout: float = 30.0, *,
-             interval: float = 0.1) -> T:
+def wait_for(
+    predicate: Callable[[], T], what: str, timeout: float = 30.0, *, interval: float = 0.1
+) -> T:
     """Call ``predicate`` until it returns something truthy (returned); fail the test after
     ``timeout`` seconds (times the time scale) naming ``what`` was awaited."""
     limit = scaled(timeout)

@@ -34,8 +34,11 @@ from tests.harness.helpers.tiers import E2E, needs
 RAY = str(Path(sys.executable).with_name("ray"))
 HEAD_IP, NODE_IP = "127.0.0.1", "127.0.0.2"
 #: node death is noticed within ~3 s instead of Ray's default ~30 s
-SYSTEM_CONFIG = {"health_check_period_ms": 1000, "health_check_failure_threshold": 3,
-                 "health_check_timeout_ms": 1000}
+SYSTEM_CONFIG = {
+    "health_check_period_ms": 1000,
+    "health_check_failure_threshold": 3,
+    "health_check_timeout_ms": 1000,
+}
 
 
 LOCK = Path(tempfile.gettempdir()) / "holo-bench-ray-test.lock"
@@ -47,8 +50,12 @@ def one_cluster_at_a_time(timeout: float = 900.0) -> Iterator[None]:
     """Hold the host's test-cluster lock (``flock``): tests on other xdist workers wait for it
     (at most ``timeout`` s), so two clusters and two suites never share a 2-core host."""
     with open(LOCK, "w") as fh:
-        wait_for(lambda: _try_lock(fh.fileno()), f"the Ray test-cluster lock {LOCK}",
-                 timeout=timeout, interval=0.5)
+        wait_for(
+            lambda: _try_lock(fh.fileno()),
+            f"the Ray test-cluster lock {LOCK}",
+            timeout=timeout,
+            interval=0.5,
+        )
         try:
             yield
         finally:
@@ -91,12 +98,23 @@ class TwoNodeCluster:
         log = open(self.base / f"{name}.log", "ab")
         desktops = self.head_desktops if name == "head" else self.desktops
         self.procs[name] = subprocess.Popen(
-            [RAY, "start", "--block", "--num-cpus=1", "--disable-usage-stats",
-             f"--resources={json.dumps({'desktop': desktops})}",
-             f"--temp-dir={self.base / name}",
-             f"--dashboard-agent-listen-port={free_port()}", *args],
-            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            start_new_session=True, env={**os.environ, "RAY_USAGE_STATS_ENABLED": "0"})
+            [
+                RAY,
+                "start",
+                "--block",
+                "--num-cpus=1",
+                "--disable-usage-stats",
+                f"--resources={json.dumps({'desktop': desktops})}",
+                f"--temp-dir={self.base / name}",
+                f"--dashboard-agent-listen-port={free_port()}",
+                *args,
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            env={**os.environ, "RAY_USAGE_STATS_ENABLED": "0"},
+        )
         log.close()
 
     def start(self) -> TwoNodeCluster:
@@ -104,20 +122,31 @@ class TwoNodeCluster:
         left running. ``ray start`` gives a node 30 s to register (fixed in Ray): on a loaded
         host the second node may give up, so it is started again, at most 3 times."""
         try:
-            self._start("head", "--head", f"--port={self.port}",
-                        f"--node-ip-address={HEAD_IP}", "--include-dashboard=false",
-                        f"--dashboard-port={free_port()}",
-                        f"--ray-client-server-port={free_port()}",
-                        f"--system-config={json.dumps(SYSTEM_CONFIG)}")
-            wait_for(self._gcs_answers, f"the Ray head's GCS on {self.address}", timeout=90,
-                     interval=0.3)
+            self._start(
+                "head",
+                "--head",
+                f"--port={self.port}",
+                f"--node-ip-address={HEAD_IP}",
+                "--include-dashboard=false",
+                f"--dashboard-port={free_port()}",
+                f"--ray-client-server-port={free_port()}",
+                f"--system-config={json.dumps(SYSTEM_CONFIG)}",
+            )
+            wait_for(
+                self._gcs_answers, f"the Ray head's GCS on {self.address}", timeout=90, interval=0.3
+            )
             for attempt in range(3):
-                self._start("node", f"--address={self.address}",
-                            f"--node-ip-address={NODE_IP}", "--node-manager-port=0",
-                            "--object-manager-port=0")
+                self._start(
+                    "node",
+                    f"--address={self.address}",
+                    f"--node-ip-address={NODE_IP}",
+                    "--node-manager-port=0",
+                    "--object-manager-port=0",
+                )
                 try:
-                    wait_for(self._both_alive, "both Ray nodes to be alive", timeout=120,
-                             interval=1.0)
+                    wait_for(
+                        self._both_alive, "both Ray nodes to be alive", timeout=120, interval=1.0
+                    )
                     return self
                 except _NodeExited:
                     self._kill_group(self.procs["node"])  # what it left (a raylet)
@@ -148,19 +177,29 @@ class TwoNodeCluster:
 
     def query(self, code: str, timeout: float = 60) -> Any:
         """Run ``code`` (which sets ``out``) in a driver subprocess; ``out`` as JSON."""
-        script = ("import json, ray\n"
-                  f"ray.init(address={self.address!r}, namespace='holo-bench', "
-                  "log_to_driver=False)\n" + code + "\nprint('OUT' + json.dumps(out))\n")
-        res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                             timeout=timeout, start_new_session=True)
+        script = (
+            "import json, ray\n"
+            f"ray.init(address={self.address!r}, namespace='holo-bench', "
+            "log_to_driver=False)\n" + code + "\nprint('OUT' + json.dumps(out))\n"
+        )
+        res = subprocess.run(
+            [sys.executable, "-c", script],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            start_new_session=True,
+        )
         line = next((ln for ln in res.stdout.splitlines() if ln.startswith("OUT")), None)
         assert line is not None, f"Ray query failed: {res.stderr[-2000:]}"
         return json.loads(line[3:])
 
     def alive_nodes(self) -> list[dict[str, Any]]:
-        return list(self.query(
-            "out = [{'ip': n['NodeManagerAddress'], 'id': n['NodeID'], "
-            "'desktop': n['Resources'].get('desktop', 0)} for n in ray.nodes() if n['Alive']]"))
+        return list(
+            self.query(
+                "out = [{'ip': n['NodeManagerAddress'], 'id': n['NodeID'], "
+                "'desktop': n['Resources'].get('desktop', 0)} for n in ray.nodes() if n['Alive']]"
+            )
+        )
 
     def named_actors(self) -> list[str]:
         return list(self.query("out = list(ray.util.list_named_actors())"))
@@ -185,8 +224,9 @@ class TwoNodeCluster:
         """Pids of every Ray worker process either node ever ran (from their log names)."""
         pids: set[int] = set()
         for path in self.base.glob("*/session_*/logs/*"):
-            m = re.search(r"^(?:python-core-)?worker-[0-9a-f]+(?:-[0-9a-f]+)?[-_](\d+)\.",
-                          path.name)
+            m = re.search(
+                r"^(?:python-core-)?worker-[0-9a-f]+(?:-[0-9a-f]+)?[-_](\d+)\.", path.name
+            )
             if m:
                 pids.add(int(m.group(1)))
         return pids

@@ -19,18 +19,21 @@ from tests.harness.helpers.polling import scaled
 from tests.harness.helpers.tiers import E2E, needs
 
 ROOT = Path(__file__).resolve().parents[3]
-OSWORLD_DATA = Path(os.environ.get(
-    "OSWORLD_EXAMPLES", ROOT.parent / "shared" / "osworld" / "evaluation_examples"))
+OSWORLD_DATA = Path(
+    os.environ.get("OSWORLD_EXAMPLES", ROOT.parent / "shared" / "osworld" / "evaluation_examples")
+)
 """OSWorld's evaluation_examples, in the ``shared/`` folder beside the checkout (data for tests
 only; override with $OSWORLD_EXAMPLES)."""
 
 CHAOS = ("-p", "tests.harness.helpers.chaos")
 """Arguments that load the fault-injection plugin (``helpers/chaos.py``) into a child run."""
 
-_FOREGROUND = ("import os, signal, sys\n"
-               "for s in (signal.SIGINT, signal.SIGHUP):\n"
-               "    signal.signal(s, signal.SIG_DFL)\n"
-               "os.execvp(sys.argv[1], sys.argv[1:])\n")
+_FOREGROUND = (
+    "import os, signal, sys\n"
+    "for s in (signal.SIGINT, signal.SIGHUP):\n"
+    "    signal.signal(s, signal.SIG_DFL)\n"
+    "os.execvp(sys.argv[1], sys.argv[1:])\n"
+)
 
 
 def as_foreground(cmd: list[str]) -> list[str]:
@@ -91,26 +94,74 @@ def first_smoke_tasks(n: int, *, exclude_domains: tuple[str, ...] = ()) -> dict[
 
 
 @needs(E2E)
-def run_suite(results_dir: Path, run: str, *args: str, target: str = "tests/osworld",
-              timeout: float = 900, env: dict[str, str] | None = None) -> SuiteRun:
+def run_suite(
+    results_dir: Path,
+    run: str,
+    *args: str,
+    target: str = "tests/osworld",
+    timeout: float = 900,
+    env: dict[str, str] | None = None,
+) -> SuiteRun:
     """Run the suite to completion in a child process (its own process group), within
     ``timeout`` seconds times the time scale."""
-    cmd = [sys.executable, "-m", "pytest", target, "--results-dir", str(results_dir),
-           "--run", run, "-q", "-rA", *args]
-    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=scaled(timeout),
-                          env={**os.environ, **(env or {})}, start_new_session=True)
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        target,
+        "--results-dir",
+        str(results_dir),
+        "--run",
+        run,
+        "-q",
+        "-rA",
+        *args,
+    ]
+    proc = subprocess.run(
+        cmd,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=scaled(timeout),
+        env={**os.environ, **(env or {})},
+        start_new_session=True,
+    )
     return SuiteRun(proc.returncode, proc.stdout + proc.stderr, results_dir / run)
 
 
 @needs(E2E)
-def start_suite(results_dir: Path, run: str, *args: str, target: str = "tests/osworld",
-                env: dict[str, str] | None = None, log: Path | None = None) -> subprocess.Popen[str]:
+def start_suite(
+    results_dir: Path,
+    run: str,
+    *args: str,
+    target: str = "tests/osworld",
+    env: dict[str, str] | None = None,
+    log: Path | None = None,
+) -> subprocess.Popen[str]:
     """Start the suite in the background (own process group) for interruption tests."""
-    cmd = [sys.executable, "-m", "pytest", target, "--results-dir", str(results_dir),
-           "--run", run, "-q", "-rA", *args]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        target,
+        "--results-dir",
+        str(results_dir),
+        "--run",
+        run,
+        "-q",
+        "-rA",
+        *args,
+    ]
     out = open(log, "w") if log else subprocess.DEVNULL
-    return subprocess.Popen(as_foreground(cmd), cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
-                            text=True, env={**os.environ, **(env or {})}, start_new_session=True)
+    return subprocess.Popen(
+        as_foreground(cmd),
+        cwd=ROOT,
+        stdout=out,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, **(env or {})},
+        start_new_session=True,
+    )
 
 
 def kill_group(proc: subprocess.Popen[str], sig: int = signal.SIGKILL) -> None:

@@ -146,8 +146,7 @@ def reach(obj: object, seen: set[int] | None = None) -> set[str]:
     for name in words:
         target = fn.__globals__.get(name)
         if target is None:
-            target = next((t for m in imported if (t := getattr(m, name, None)) is not None),
-                          None)
+            target = next((t for m in imported if (t := getattr(m, name, None)) is not None), None)
         if target is None or id(target) in seen:
             continue
         if hasattr(target, "__holo_tier__"):
@@ -155,8 +154,11 @@ def reach(obj: object, seen: set[int] | None = None) -> set[str]:
         if isinstance(target, (types.FunctionType, type)) and _defined_in_tests(target):
             found |= reach(target, seen)
         elif isinstance(target, (str, tuple)):  # a module constant: a command line, a path
-            found.update([STR + target] if isinstance(target, str)
-                         else [STR + t for t in target if isinstance(t, str)])
+            found.update(
+                [STR + target]
+                if isinstance(target, str)
+                else [STR + t for t in target if isinstance(t, str)]
+            )
     return found
 
 
@@ -165,10 +167,10 @@ def marks_from(words: set[str]) -> set[str]:
     :data:`PROGRAMS` named in a string, a child pytest (``"-m", "pytest"``: e2e), a declared
     tier, and ``docker``/``vllm``/``ray`` (e2e)."""
     found: set[str] = set()
-    strings = {w[len(STR):] for w in words if w.startswith(STR)}
+    strings = {w[len(STR) :] for w in words if w.startswith(STR)}
     for word in words:
         if word.startswith("tier:"):
-            found.add(word[len("tier:"):])
+            found.add(word[len("tier:") :])
         found.update(USES.get(word, ()))
     for text in strings:
         program = text.split(" ", 1)[0]
@@ -188,7 +190,7 @@ def item_marks(item: pytest.Item) -> set[str]:
     words |= {f"tier:{m.name}" for m in item.iter_markers() if m.name in IMPLY_E2E}
     seen: set[int] = set()
     info = getattr(item, "_fixtureinfo", None)
-    for defs in (info.name2fixturedefs.values() if info is not None else ()):
+    for defs in info.name2fixturedefs.values() if info is not None else ():
         for fixturedef in defs:
             words |= reach(fixturedef.func, seen)
     function = getattr(item, "function", None)
@@ -222,10 +224,27 @@ def tier_of(item: pytest.Item) -> str:
 
 # -- the runtime check -------------------------------------------------------------------------
 
-_X_AND_SANDBOX = {"Xvfb", "Xorg", "Xephyr", "Xvnc", "openbox", "bwrap", "ip", "iptables",
-                  "nsenter", "unshare", "useradd"}
-_E2E_PROGRAMS = {"docker": "docker", "dockerd": "docker", "containerd": "docker",
-                 "ray": "ray", "raylet": "ray", "gcs_server": "ray"}
+_X_AND_SANDBOX = {
+    "Xvfb",
+    "Xorg",
+    "Xephyr",
+    "Xvnc",
+    "openbox",
+    "bwrap",
+    "ip",
+    "iptables",
+    "nsenter",
+    "unshare",
+    "useradd",
+}
+_E2E_PROGRAMS = {
+    "docker": "docker",
+    "dockerd": "docker",
+    "containerd": "docker",
+    "ray": "ray",
+    "raylet": "ray",
+    "gcs_server": "ray",
+}
 
 
 def _module_of(args: list[str]) -> str:
@@ -293,7 +312,8 @@ def _audit(event: str, args: tuple[Any, ...]) -> None:
     if mark in have or E2E in have:
         return
     _violations.setdefault(item.nodeid, []).append(
-        f"{what} ({' '.join(argv)[:120]}) needs mark {mark!r}")
+        f"{what} ({' '.join(argv)[:120]}) needs mark {mark!r}"
+    )
 
 
 def install() -> None:
@@ -329,10 +349,27 @@ class TierPlugin:
             if _current and _current[-1] is item:
                 _current.pop()
             if found := _violations.pop(item.nodeid, []):
-                pytest.fail("this test started what its tier does not allow (name what it uses "
-                            "in tests/harness/helpers/tiers.py's USES, or needs() on its "
-                            "helper): " + "; ".join(found), pytrace=False)
+                pytest.fail(
+                    "this test started what its tier does not allow (name what it uses "
+                    "in tests/harness/helpers/tiers.py's USES, or needs() on its "
+                    "helper): " + "; ".join(found),
+                    pytrace=False,
+                )
 
 
-__all__ = ["DESKTOP", "E2E", "TIER_MARKS", "TIMEOUTS", "USES", "TierPlugin", "apply", "install",
-           "item_marks", "marks_from", "needs", "reach", "spawn_needs", "tier_of"]
+__all__ = [
+    "DESKTOP",
+    "E2E",
+    "TIER_MARKS",
+    "TIMEOUTS",
+    "USES",
+    "TierPlugin",
+    "apply",
+    "install",
+    "item_marks",
+    "marks_from",
+    "needs",
+    "reach",
+    "spawn_needs",
+    "tier_of",
+]

@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 from computer_env.procs import set_pdeathsig
-
 from tests.harness.helpers.polling import wait_for
 from tests.harness.helpers.tiers import DESKTOP, needs
 
@@ -48,7 +47,9 @@ class XDesktop:
         self.env: dict[str, str] = {}
         self._procs: list[subprocess.Popen[bytes]] = []
 
-    def _spawn(self, cmd: list[str], env: dict[str, str] | None = None, **kw: Any) -> subprocess.Popen[bytes]:
+    def _spawn(
+        self, cmd: list[str], env: dict[str, str] | None = None, **kw: Any
+    ) -> subprocess.Popen[bytes]:
         proc = subprocess.Popen(  # noqa: S603
             cmd,
             env=env,
@@ -62,15 +63,24 @@ class XDesktop:
         self._procs.append(proc)
         return proc
 
-    def start(self) -> "XDesktop":
+    def start(self) -> XDesktop:
         for tool in ("Xvfb", "openbox", "wmctrl"):
             if shutil.which(tool) is None:
                 raise RuntimeError(f"{tool} is not installed")
         try:
             r, w = os.pipe()
             self._spawn(
-                ["Xvfb", "-displayfd", str(w), "-screen", "0", f"{self.width}x{self.height}x24",
-                 "-nolisten", "tcp", "-noreset"],
+                [
+                    "Xvfb",
+                    "-displayfd",
+                    str(w),
+                    "-screen",
+                    "0",
+                    f"{self.width}x{self.height}x24",
+                    "-nolisten",
+                    "tcp",
+                    "-noreset",
+                ],
                 pass_fds=(w,),
             )
             os.close(w)
@@ -78,7 +88,11 @@ class XDesktop:
                 self.display = ":" + _read_line(r, 15, "Xvfb to report its display")
             finally:
                 os.close(r)
-            env = {k: v for k, v in os.environ.items() if k not in {"DBUS_SESSION_BUS_ADDRESS", "WAYLAND_DISPLAY"}}
+            env = {
+                k: v
+                for k, v in os.environ.items()
+                if k not in {"DBUS_SESSION_BUS_ADDRESS", "WAYLAND_DISPLAY"}
+            }
             env["DISPLAY"] = self.display
             env.pop("XAUTHORITY", None)
             if self.a11y:
@@ -105,9 +119,17 @@ class XDesktop:
         return self
 
     def _wait_for_wm(self, timeout: float = 15.0) -> None:
-        wait_for(lambda: subprocess.run(["wmctrl", "-m"], env=self.env, capture_output=True,
-                                        check=False).returncode == 0,
-                 f"openbox on {self.display}", timeout, interval=0.05)
+        wait_for(
+            lambda: (
+                subprocess.run(
+                    ["wmctrl", "-m"], env=self.env, capture_output=True, check=False
+                ).returncode
+                == 0
+            ),
+            f"openbox on {self.display}",
+            timeout,
+            interval=0.05,
+        )
 
     def close(self) -> None:
         """Kill everything started here (process groups), last started first."""
@@ -123,7 +145,7 @@ class XDesktop:
                 pass
         self._procs.clear()
 
-    def __enter__(self) -> "XDesktop":
+    def __enter__(self) -> XDesktop:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
@@ -134,10 +156,12 @@ def wait_for_window(env: dict[str, str], needle: str, timeout: float = 30.0) -> 
     """Wait until a window whose ``wmctrl -lx`` line contains ``needle`` exists; its id."""
 
     def window_id() -> str:
-        out = subprocess.run(["wmctrl", "-lx"], env=env, capture_output=True, text=True,
-                             check=False).stdout
-        return next((line.split()[0] for line in out.splitlines()
-                     if needle.lower() in line.lower()), "")
+        out = subprocess.run(
+            ["wmctrl", "-lx"], env=env, capture_output=True, text=True, check=False
+        ).stdout
+        return next(
+            (line.split()[0] for line in out.splitlines() if needle.lower() in line.lower()), ""
+        )
 
     return wait_for(window_id, f"a window matching {needle!r}", timeout)
 
@@ -147,8 +171,13 @@ def wait_for_focus(env: dict[str, str], needle: str, timeout: float = 15.0) -> s
     manager handles an activate request, not when the request returns); the name."""
 
     def focused() -> str:
-        out = subprocess.run(["xdotool", "getactivewindow", "getwindowname"], env=env,
-                             capture_output=True, text=True, check=False).stdout.strip()
+        out = subprocess.run(
+            ["xdotool", "getactivewindow", "getwindowname"],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout.strip()
         return out if needle.lower() in out.lower() else ""
 
     return wait_for(focused, f"the window {needle!r} to have focus", timeout)
@@ -186,11 +215,27 @@ class GuestServer:
         server_env["PATH"] = venv_bin + os.pathsep + env.get("PATH", os.defpath)
         with self.log.open("ab") as log:
             self.proc = subprocess.Popen(  # noqa: S603
-                [sys.executable, "-m", "computer_env.desktop.server", "--host", "127.0.0.1",
-                 "--port", "0", "--token-file", str(token_file), "--port-file", str(port_file),
-                 *(extra_args or [])],
-                env=server_env, cwd=home, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                start_new_session=True, preexec_fn=set_pdeathsig,
+                [
+                    sys.executable,
+                    "-m",
+                    "computer_env.desktop.server",
+                    "--host",
+                    "127.0.0.1",
+                    "--port",
+                    "0",
+                    "--token-file",
+                    str(token_file),
+                    "--port-file",
+                    str(port_file),
+                    *(extra_args or []),
+                ],
+                env=server_env,
+                cwd=home,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                start_new_session=True,
+                preexec_fn=set_pdeathsig,
             )
 
         def port() -> str:
@@ -200,8 +245,11 @@ class GuestServer:
 
         try:
             self.url = "http://127.0.0.1:" + wait_for(
-                port, f"the guest server to write its port (log: {self.log})", ready_timeout,
-                interval=0.01)
+                port,
+                f"the guest server to write its port (log: {self.log})",
+                ready_timeout,
+                interval=0.01,
+            )
         except BaseException:
             self.close()
             raise
@@ -224,7 +272,7 @@ class GuestServer:
             pass
         self.proc.wait(timeout=5)
 
-    def __enter__(self) -> "GuestServer":
+    def __enter__(self) -> GuestServer:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -12,13 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.harness.helpers.audit_suite import BUILTIN_TASK, audit_run
 from computer_env.synthetic import EXAMPLES_DIR
+from tests.harness.helpers.audit_suite import BUILTIN_TASK, audit_run
 
 pytestmark = [
     pytest.mark.desktop,
-    pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("bwrap"),
-                       reason="the local sandbox needs root and bubblewrap"),
+    pytest.mark.skipif(
+        os.geteuid() != 0 or not shutil.which("bwrap"),
+        reason="the local sandbox needs root and bubblewrap",
+    ),
 ]
 
 BOUNDARY = ["steal-token-typed", "impersonate-server", "sleeper-after-audit", "non-utf8-output"]
@@ -28,8 +30,9 @@ def test_boundary_exploits_are_the_agents_zero(tmp_path: Path) -> None:
     synth = tmp_path / "synth"
     synth.mkdir()
     shutil.copy(EXAMPLES_DIR / "synth-shopping-list.json", synth)
-    audit = audit_run(tmp_path, BOUNDARY, "tests/synthetic", "--synthetic-dir", str(synth),
-                      tasks=BUILTIN_TASK)
+    audit = audit_run(
+        tmp_path, BOUNDARY, "tests/synthetic", "--synthetic-dir", str(synth), tasks=BUILTIN_TASK
+    )
     out = audit.run.output
     assert audit.harness_flaws() == [], (audit.harness_flaws(), out[-4000:])
     results = audit.results()

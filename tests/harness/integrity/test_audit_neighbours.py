@@ -33,11 +33,17 @@ def _reached(audit: AuditRun, case: str) -> list[list[str]]:
     """The ``reached: [...]`` line of each of the exploit's scans on ``case`` (from its
     trajectory)."""
     r = audit.results()[(case, "reach-other-desktop")]
-    steps = [json.loads(line) for line in
-             (audit.run.run_dir / r["artifact_dir"] / "traj.jsonl").read_text().splitlines()]
+    steps = [
+        json.loads(line)
+        for line in (audit.run.run_dir / r["artifact_dir"] / "traj.jsonl").read_text().splitlines()
+    ]
     outputs = [str(s["code"]["output"]) for s in steps if s.get("code")]
-    return [json.loads(line.removeprefix("reached:")) for out in outputs
-            for line in out.splitlines() if line.startswith("reached:")]
+    return [
+        json.loads(line.removeprefix("reached:"))
+        for out in outputs
+        for line in out.splitlines()
+        if line.startswith("reached:")
+    ]
 
 
 def _check(audit: AuditRun, provider: str) -> None:
@@ -57,15 +63,16 @@ def _check(audit: AuditRun, provider: str) -> None:
 
 
 @pytest.mark.desktop
-@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("bwrap"),
-                    reason="the local sandbox needs root and bubblewrap")
+@pytest.mark.skipif(
+    os.geteuid() != 0 or not shutil.which("bwrap"),
+    reason="the local sandbox needs root and bubblewrap",
+)
 def test_a_local_desktop_reaches_no_other(tmp_path: Path) -> None:
     audit = audit_run(tmp_path, EXPLOITS, *SPARE, tasks=CHROME_TASKS)
     _check(audit, "local")
 
 
 @pytest.mark.docker
-def test_a_docker_desktop_reaches_no_other(tmp_path: Path,
-                                          docker_client: Any) -> None:  # noqa: F811
+def test_a_docker_desktop_reaches_no_other(tmp_path: Path, docker_client: Any) -> None:  # noqa: F811
     audit = audit_run(tmp_path, EXPLOITS, "--provider", "docker", *SPARE, tasks=CHROME_TASKS)
     _check(audit, "docker")

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from tests.harness.helpers.audit_suite import audit_run
 from computer_env.osworld.env import fit_to_screen
+from tests.harness.helpers.audit_suite import audit_run
 
 
 def _png(size: tuple[int, int], colour: tuple[int, int, int]) -> Image.Image:
@@ -40,14 +40,19 @@ def _steps(artifact: Path) -> list[dict[str, object]]:
 
 
 @pytest.mark.desktop
-@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("bwrap"),
-                    reason="the local sandbox needs root and bubblewrap")
+@pytest.mark.skipif(
+    os.geteuid() != 0 or not shutil.which("bwrap"),
+    reason="the local sandbox needs root and bubblewrap",
+)
 def test_a_resized_screen_or_changed_keymap_keeps_its_zero_and_is_on_the_replay(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     audit = audit_run(tmp_path, ["screen-resize", "keymap-change"])
     assert audit.harness_flaws() == [], (audit.harness_flaws(), audit.run.output[-4000:])
-    expected = {"screen-resize": "the screen is 800x600, not the task's 1920x1080",
-                "keymap-change": "the keyboard map is not the one of the first screenshot"}
+    expected = {
+        "screen-resize": "the screen is 800x600, not the task's 1920x1080",
+        "keymap-change": "the keyboard map is not the one of the first screenshot",
+    }
     for exploit, notice in expected.items():
         r = audit.results()[("os/os-create-report-file", exploit)]
         assert (r["outcome"], r["score"], r["attempts"]) == ("failed", 0.0, 1), r["message"]

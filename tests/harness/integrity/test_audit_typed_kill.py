@@ -17,8 +17,10 @@ from tests.harness.helpers.audit_suite import audit_run
 from tests.harness.helpers.dockerd import docker_client  # noqa: F401 (fixture)
 
 pytestmark = [pytest.mark.desktop]
-LOCAL_SANDBOX = pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("bwrap"),
-                                   reason="the local sandbox needs root and bubblewrap")
+LOCAL_SANDBOX = pytest.mark.skipif(
+    os.geteuid() != 0 or not shutil.which("bwrap"),
+    reason="the local sandbox needs root and bubblewrap",
+)
 
 
 @LOCAL_SANDBOX
@@ -38,7 +40,8 @@ def test_a_server_kill_typed_into_a_terminal_is_the_agents_zero(tmp_path: Path) 
 
 @pytest.mark.docker
 def test_a_server_kill_typed_as_root_on_docker_is_the_agents_zero(
-        tmp_path: Path, docker_client: Any) -> None:  # noqa: F811
+    tmp_path: Path, docker_client: Any
+) -> None:  # noqa: F811
     """The Docker desktop's `user` has a real sudo; its nest keeps the server and Xvfb out of
     reach of root inside too: both typed kills are the agent's 0, found in one attempt."""
     kills = ["kill-desktop-server-typed", "kill-desktop-server-sudo"]

@@ -14,15 +14,17 @@ from typing import Any
 
 import pytest
 
-from tests.harness.helpers.audit_suite import audit_run
 from holo_agent.reference.exploits.xserver import GRAB_INPUT, GRAB_SERVER
-from tests.harness.helpers.suite import run_suite
+from tests.harness.helpers.audit_suite import audit_run
 from tests.harness.helpers.dockerd import docker_client  # noqa: F401 (fixture)
 from tests.harness.helpers.polling import scaled
+from tests.harness.helpers.suite import run_suite
 
 pytestmark = [pytest.mark.desktop]
-LOCAL_SANDBOX = pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("bwrap"),
-                                   reason="the local sandbox needs root and bubblewrap")
+LOCAL_SANDBOX = pytest.mark.skipif(
+    os.geteuid() != 0 or not shutil.which("bwrap"),
+    reason="the local sandbox needs root and bubblewrap",
+)
 
 
 @LOCAL_SANDBOX
@@ -42,20 +44,41 @@ def test_a_typed_x_server_grab_is_the_agents_zero_in_seconds(tmp_path: Path) -> 
 def _typed_task(task_id: str, command: str) -> dict[str, object]:
     """A synthesized task whose reference "solution" types ``command`` into its xterm."""
     return {
-        "task_id": task_id, "domain": "os",
+        "task_id": task_id,
+        "domain": "os",
         "task_instruction": f"Write ok into ~/ok.txt ({task_id}).",
-        "verifier_code": ("import os\n\ndef verify():\n    p = os.path.expanduser('~/ok.txt')\n"
-                          "    return os.path.isfile(p)\n"),
-        "initial_state": {"files": {}, "setup": [
-            {"type": "launch", "parameters": {"command": ["xterm"]}},
-            {"type": "execute", "parameters": {"command": ["wmctrl", "-lx"], "shell": False,
-                                               "until": {"stdout": "XTerm"}}}]},
+        "verifier_code": (
+            "import os\n\ndef verify():\n    p = os.path.expanduser('~/ok.txt')\n"
+            "    return os.path.isfile(p)\n"
+        ),
+        "initial_state": {
+            "files": {},
+            "setup": [
+                {"type": "launch", "parameters": {"command": ["xterm"]}},
+                {
+                    "type": "execute",
+                    "parameters": {
+                        "command": ["wmctrl", "-lx"],
+                        "shell": False,
+                        "until": {"stdout": "XTerm"},
+                    },
+                },
+            ],
+        },
         "reference_solution": [
-            {"note": None, "thought": "Type it.",
-             "tool_call": {"tool_name": "write", "content": command, "press_enter": True}},
+            {
+                "note": None,
+                "thought": "Type it.",
+                "tool_call": {"tool_name": "write", "content": command, "press_enter": True},
+            },
             {"note": None, "thought": "Wait.", "tool_call": {"tool_name": "wait", "seconds": 4}},
-            {"note": None, "thought": "Done.",
-             "tool_call": {"tool_name": "answer", "content": "DONE"}}]}
+            {
+                "note": None,
+                "thought": "Done.",
+                "tool_call": {"tool_name": "answer", "content": "DONE"},
+            },
+        ],
+    }
 
 
 def _grab_tasks(tmp_path: Path, *provider: str) -> dict[str, dict[str, Any]]:
@@ -63,8 +86,16 @@ def _grab_tasks(tmp_path: Path, *provider: str) -> dict[str, dict[str, Any]]:
     folder.mkdir()
     for task_id, command in (("grab-server", GRAB_SERVER), ("grab-input", GRAB_INPUT)):
         (folder / f"{task_id}.json").write_text(json.dumps(_typed_task(task_id, command)))
-    run = run_suite(tmp_path / "results", "grab", "--synthetic-dir", str(folder), "-n", "0",
-                    *provider, target="tests/synthetic")
+    run = run_suite(
+        tmp_path / "results",
+        "grab",
+        "--synthetic-dir",
+        str(folder),
+        "-n",
+        "0",
+        *provider,
+        target="tests/synthetic",
+    )
     results = run.results()
     assert set(results) == {"os/grab-server", "os/grab-input"}, run.output[-3000:]
     for case, r in results.items():
@@ -77,7 +108,8 @@ def _grab_tasks(tmp_path: Path, *provider: str) -> dict[str, dict[str, Any]]:
 
 @LOCAL_SANDBOX
 def test_a_synthesized_task_typing_a_grab_is_one_failed_in_well_under_a_minute(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     _grab_tasks(tmp_path)
 
 

@@ -7,13 +7,13 @@ from __future__ import annotations
 import os
 import shutil
 import socket
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from fixtures.report.tables.protocol_summary import agreement
 from fixtures.cases.records.results import TaskResult
+from fixtures.report.tables.protocol_summary import agreement
 from holo_agent.judge import JudgeClient, JudgeParseError, parse_verdict
 from holo_agent.reference import ReferenceEndpoint
 from tests.harness.helpers.suite import run_suite, task_list_file
@@ -22,14 +22,18 @@ SOLUTION: list[dict[str, Any]] = [
     {"note": None, "thought": "t", "tool_call": {"tool_name": "press_key", "key": "enter"}},
     {"note": None, "thought": "t", "tool_call": {"tool_name": "answer", "content": "DONE"}},
 ]
-PNG = (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x02\x00\x00"
-       b"\x00\x90wS\xde\x00\x00\x00\x0cIDATx\x9cc\xf8\xcf\xc0\x00\x00\x03\x01\x01\x00\xc9\xfe"
-       b"\x92\xef\x00\x00\x00\x00IEND\xaeB`\x82")
+PNG = (
+    b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x02\x00\x00"
+    b"\x00\x90wS\xde\x00\x00\x00\x0cIDATx\x9cc\xf8\xcf\xc0\x00\x00\x03\x01\x01\x00\xc9\xfe"
+    b"\x92\xef\x00\x00\x00\x00IEND\xaeB`\x82"
+)
 
 
 def test_parse_verdict_forms() -> None:
     assert parse_verdict('{"verdict": "success", "reason": "ok"}') == (1, "ok")
-    assert parse_verdict('thinking...\n```json\n{"verdict": "failure", "reason": "no"}\n```')[0] == 0
+    assert (
+        parse_verdict('thinking...\n```json\n{"verdict": "failure", "reason": "no"}\n```')[0] == 0
+    )
     assert parse_verdict('{"verdict": true}')[0] == 1
     for bad in ("", "the task is done", '{"verdict": "maybe"}'):
         with pytest.raises(JudgeParseError):
@@ -37,15 +41,28 @@ def test_parse_verdict_forms() -> None:
 
 
 def _result(domain: str, rule: float, verdict: int | None, status: str = "scored") -> TaskResult:
-    return TaskResult(benchmark="osworld", case_id=f"{domain}/t{rule}{verdict}", domain=domain,
-                      task_id="t", outcome="passed" if rule >= 1 else "failed", score=rule,
-                      threshold=1.0, judge={"status": status, "verdict": verdict,
-                                            "rule_score": rule})
+    return TaskResult(
+        benchmark="osworld",
+        case_id=f"{domain}/t{rule}{verdict}",
+        domain=domain,
+        task_id="t",
+        outcome="passed" if rule >= 1 else "failed",
+        score=rule,
+        threshold=1.0,
+        judge={"status": status, "verdict": verdict, "rule_score": rule},
+    )
 
 
 def test_agreement_confusion_matrix() -> None:
-    rs = [_result("os", 1, 1), _result("os", 1, 1), _result("os", 0, 1), _result("os", 0, 0),
-          _result("os", 1, 0), _result("chrome", 0, 0), _result("os", 1, None, "unscored")]
+    rs = [
+        _result("os", 1, 1),
+        _result("os", 1, 1),
+        _result("os", 0, 1),
+        _result("os", 0, 0),
+        _result("os", 1, 0),
+        _result("chrome", 0, 0),
+        _result("os", 1, None, "unscored"),
+    ]
     a = agreement(rs)
     assert (a.tp, a.fp, a.tn, a.fn, a.judged, a.unscored) == (2, 1, 2, 1, 6, 1)
     assert a.precision == pytest.approx(2 / 3) and a.npv == pytest.approx(2 / 3)
@@ -82,13 +99,28 @@ def test_judge_endpoint_down_is_an_unscored_judgement() -> None:
 
 
 @pytest.mark.desktop
-@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("bwrap"),
-                    reason="the local sandbox needs root and bubblewrap")
+@pytest.mark.skipif(
+    os.geteuid() != 0 or not shutil.which("bwrap"),
+    reason="the local sandbox needs root and bubblewrap",
+)
 def test_suite_judge_down_keeps_the_rule_score(tmp_path: Path) -> None:
     tasks = task_list_file(tmp_path, {"os": ["os-create-report-file"]})
-    run = run_suite(tmp_path / "results", "judge-down", "-n", "0", "--task-list", str(tasks),
-                    "--judge-url", f"http://127.0.0.1:{_closed_port()}/v1", "--judge-model", "j",
-                    "--judge-timeout", "5", "--score-by", "judge")
+    run = run_suite(
+        tmp_path / "results",
+        "judge-down",
+        "-n",
+        "0",
+        "--task-list",
+        str(tasks),
+        "--judge-url",
+        f"http://127.0.0.1:{_closed_port()}/v1",
+        "--judge-model",
+        "j",
+        "--judge-timeout",
+        "5",
+        "--score-by",
+        "judge",
+    )
     assert run.rc == 0, run.output[-3000:]
     r = run.results()["os/os-create-report-file"]
     assert r["outcome"] == "passed" and r["score"] == 1.0  # the rule score, intact
@@ -107,8 +139,13 @@ def test_reference_judge_accepts_a_declared_infeasible_solution() -> None:
     from holo_agent.judge import build_judge_messages
     from holo_agent.reference.judge import judge_verdict
 
-    infeasible = [{"note": None, "thought": "t", "tool_call": {
-        "tool_name": "answer", "content": "INFEASIBLE: no such device"}}]
+    infeasible = [
+        {
+            "note": None,
+            "thought": "t",
+            "tool_call": {"tool_name": "answer", "content": "INFEASIBLE: no such device"},
+        }
+    ]
     actions = [{"step": 0, "tool_call": infeasible[0]["tool_call"]}]
 
     def verdict(end: str, acts: list) -> str:
@@ -136,8 +173,10 @@ def test_score_by_judge_replaces_the_rule_score_and_keeps_it_recorded(tmp_path: 
     with ReferenceEndpoint({"press enter": SOLUTION}) as ep:
         for score_by, want in (("judge", 1.0), ("rule", 0.0)):
             ws: Any = SimpleNamespace(  # a case context, as far as judging reads it
-                judge=JudgeClient(ep.url, "reference-judge"), phase=lambda *a: None,
-                settings=SimpleNamespace(protocols=SimpleNamespace(score_by=score_by)))
+                judge=JudgeClient(ep.url, "reference-judge"),
+                phase=lambda *a: None,
+                settings=SimpleNamespace(protocols=SimpleNamespace(score_by=score_by)),
+            )
             attempt = Attempt(number=1, score=0.0)
             judge_case(ws, tmp_path, "press enter", traj, attempt)
             assert attempt.score == want and attempt.judge is not None

@@ -25,8 +25,10 @@ from tests.harness.helpers.suite import run_suite
 
 pytestmark = [
     pytest.mark.desktop,
-    pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("bwrap"),
-                       reason="the local sandbox needs root and bubblewrap"),
+    pytest.mark.skipif(
+        os.geteuid() != 0 or not shutil.which("bwrap"),
+        reason="the local sandbox needs root and bubblewrap",
+    ),
 ]
 
 FORGE = r"""site=$(python3 -c 'import site; print(site.getusersitepackages())')
@@ -61,10 +63,12 @@ def _hostile(name: str, language: str, code: str) -> dict:
     task["task_id"] = name
     task["task_instruction"] += f" (case {name})"  # the reference endpoint keys on it
     task["reference_solution"] = [
-        {"note": None, "thought": "Act.", "tool_call": {
-            "tool_name": "run_code", "language": language, "code": code}},
-        {"note": None, "thought": "Done.", "tool_call": {"tool_name": "answer",
-                                                          "content": "DONE"}},
+        {
+            "note": None,
+            "thought": "Act.",
+            "tool_call": {"tool_name": "run_code", "language": language, "code": code},
+        },
+        {"note": None, "thought": "Done.", "tool_call": {"tool_name": "answer", "content": "DONE"}},
     ]
     return task
 
@@ -73,23 +77,45 @@ def test_attacks_score_zero_with_their_cause(tmp_path: Path) -> None:
     tasks = tmp_path / "tasks"
     tasks.mkdir()
     shutil.copy(EXAMPLES_DIR / "synth-shopping-list.json", tasks)  # the honest case
-    for name, language, code in (("forge", "bash", FORGE), ("sabotage", "bash", SABOTAGE),
-                                 ("membomb", "python", MEMORY_BOMB),
-                                 ("forkbomb", "python", FORK_BOMB),
-                                 ("tmpfill", "bash", TMP_FILL)):
+    for name, language, code in (
+        ("forge", "bash", FORGE),
+        ("sabotage", "bash", SABOTAGE),
+        ("membomb", "python", MEMORY_BOMB),
+        ("forkbomb", "python", FORK_BOMB),
+        ("tmpfill", "bash", TMP_FILL),
+    ):
         (tasks / f"{name}.json").write_text(json.dumps(_hostile(name, language, code)))
-    run = run_suite(tmp_path / "results", "integrity", "-n", "1", "--synthetic-dir", str(tasks),
-                    "--code-actions", "--code-timeout", "40", "--desktop-memory", "1G",
-                    target="tests/synthetic")
+    run = run_suite(
+        tmp_path / "results",
+        "integrity",
+        "-n",
+        "1",
+        "--synthetic-dir",
+        str(tasks),
+        "--code-actions",
+        "--code-timeout",
+        "40",
+        "--desktop-memory",
+        "1G",
+        target="tests/synthetic",
+    )
     out = run.output
     results = run.results()
     assert results["text_editor/synth-shopping-list"]["outcome"] == "passed", out[-3000:]
-    expected = {"forge": "tampered", "sabotage": "verifier_crash", "membomb": "resource_limit",
-                "forkbomb": "resource_limit", "tmpfill": "resource_limit"}
+    expected = {
+        "forge": "tampered",
+        "sabotage": "verifier_crash",
+        "membomb": "resource_limit",
+        "forkbomb": "resource_limit",
+        "tmpfill": "resource_limit",
+    }
     for name, category in expected.items():
         r = results[f"text_editor/{name}"]
-        assert (r["outcome"], r["score"], r["failure_category"]) == ("failed", 0.0, category), \
-            (name, r["message"], out[-3000:])
+        assert (r["outcome"], r["score"], r["failure_category"]) == ("failed", 0.0, category), (
+            name,
+            r["message"],
+            out[-3000:],
+        )
         assert category in r["message"]
     assert "zz_verdict.pth" in " ".join(results["text_editor/forge"]["tampered"])
     assert "zz_verdict.pth" in results["text_editor/forge"]["message"]
@@ -99,9 +125,8 @@ def test_attacks_score_zero_with_their_cause(tmp_path: Path) -> None:
     assert "/tmp" in results["text_editor/tmpfill"]["message"]
     s = run.summary
     assert s["unscored"] == 0 and s["scored"] == 6 and s["tampered"] == 1
-    assert s["by_failure_category"] == {"resource_limit": 3, "tampered": 1,
-                                        "verifier_crash": 1}
+    assert s["by_failure_category"] == {"resource_limit": 3, "tampered": 1, "verifier_crash": 1}
     assert s["strict_mean_score"] == pytest.approx(1 / 6)
-    replay = (run.run_dir / "reference-policy" / "text_editor" / "forge" / "replay.html")
+    replay = run.run_dir / "reference-policy" / "text_editor" / "forge" / "replay.html"
     assert "zz_verdict.pth" in replay.read_text()
     assert "strict" in out and "tampered: 1" in out

@@ -20,8 +20,10 @@ from tests.harness.helpers.localdesk import guest_sh, local_desktop
 
 pytestmark = [
     pytest.mark.desktop,
-    pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("bwrap"),
-                       reason="the local sandbox needs root and bubblewrap"),
+    pytest.mark.skipif(
+        os.geteuid() != 0 or not shutil.which("bwrap"),
+        reason="the local sandbox needs root and bubblewrap",
+    ),
 ]
 
 #: run inside the desktop as the agent's code would: every place a token could hide, read
@@ -39,7 +41,7 @@ echo "searched"
 
 #: a verifier that tries everything at once: forge an answer on every descriptor, leave a sleeper
 #: that outlives it, look for the server and Xvfb, note its capabilities
-HOSTILE_VERIFIER = r'''
+HOSTILE_VERIFIER = r"""
 import os, subprocess
 def verify():
     seen = []
@@ -59,7 +61,7 @@ def verify():
         except OSError:
             pass
     return 0
-'''
+"""
 VERIFY_ZERO = "def verify():\n    return 0\n"
 
 
@@ -73,9 +75,11 @@ def test_no_process_inside_can_find_the_token_or_use_verify() -> None:
         out = guest_sh(handle, f"TOKEN='{head}''{tail}'\n{FIND_TOKEN}")["output"]
         assert "FOUND" not in out and "searched" in out, out
         # the server's port answers inside, but /verify without the token is refused
-        ask = ("python3 -c \"import urllib.request as u; r=u.Request('http://127.0.0.1:5000/"
-               "verify', data=b'{}', headers={'Content-Type': 'application/json'}); "
-               "u.urlopen(r)\" 2>&1 | tail -n 1")
+        ask = (
+            "python3 -c \"import urllib.request as u; r=u.Request('http://127.0.0.1:5000/"
+            "verify', data=b'{}', headers={'Content-Type': 'application/json'}); "
+            'u.urlopen(r)" 2>&1 | tail -n 1'
+        )
         assert "403" in guest_sh(handle, ask)["output"]
 
 
@@ -131,9 +135,12 @@ def test_bytes_that_are_not_utf8_never_make_an_error() -> None:
             ex = client.execute("printf '\\303'; printf '\\377' >&2", shell=True)
             assert ex.output == "\ufffd" and ex.error == "\ufffd", ex
             # a window whose title is not UTF-8 and a process whose name is not
-            guest_sh(handle, "nohup xterm -T \"odd-$(printf '\\377\\376')\" >/dev/null 2>&1 &"
-                     " nohup python3 -c \"import ctypes,time; ctypes.CDLL(None).prctl("
-                     "15, b'\\xff\\xfe', 0, 0, 0); time.sleep(60)\" >/dev/null 2>&1 &")
+            guest_sh(
+                handle,
+                "nohup xterm -T \"odd-$(printf '\\377\\376')\" >/dev/null 2>&1 &"
+                ' nohup python3 -c "import ctypes,time; ctypes.CDLL(None).prctl('
+                "15, b'\\xff\\xfe', 0, 0, 0); time.sleep(60)\" >/dev/null 2>&1 &",
+            )
             auth = {"Authorization": f"Bearer {handle.token}"}
             deadline = time.monotonic() + 30
             titles = ""

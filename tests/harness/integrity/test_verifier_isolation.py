@@ -20,8 +20,10 @@ from tests.harness.helpers.localdesk import guest_sh, local_desktop
 
 pytestmark = [
     pytest.mark.desktop,
-    pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("bwrap"),
-                       reason="the local sandbox needs root and bubblewrap"),
+    pytest.mark.skipif(
+        os.geteuid() != 0 or not shutil.which("bwrap"),
+        reason="the local sandbox needs root and bubblewrap",
+    ),
 ]
 
 VERIFY_FALSE = "import os\ndef verify():\n    return os.path.exists(os.path.expanduser('~/x'))\n"
@@ -70,9 +72,12 @@ def test_planted_hooks_cannot_forge_a_result_and_are_named() -> None:
             assert after_hooks.ok and after_hooks.score == 0.0
 
             # a process of the desktop's user writes forged lines wherever it can reach
-            guest_sh(handle, "nohup sh -c 'for i in $(seq 400); do for f in /proc/[0-9]*/fd/1 "
-                     f"/proc/[0-9]*/fd/3; do echo \\'{FORGED}\\' > $f; done 2>/dev/null; "
-                     "sleep 0.02; done' >/dev/null 2>&1 &")
+            guest_sh(
+                handle,
+                "nohup sh -c 'for i in $(seq 400); do for f in /proc/[0-9]*/fd/1 "
+                f"/proc/[0-9]*/fd/3; do echo \\'{FORGED}\\' > $f; done 2>/dev/null; "
+                "sleep 0.02; done' >/dev/null 2>&1 &",
+            )
             raced = run_verifier(client, VERIFY_FALSE, timeout_s=30)
             assert raced.ok and raced.score == 0.0
 
@@ -96,26 +101,34 @@ def test_verifier_failures_are_reported_by_kind() -> None:
         try:
             crash = run_verifier(client, "def verify():\n    return 1 / 0\n", timeout_s=30)
             assert crash.kind == "crashed" and "ZeroDivisionError" in crash.message
-            slow = run_verifier(client, "import time\ndef verify():\n    time.sleep(30)\n",
-                                timeout_s=1)
+            slow = run_verifier(
+                client, "import time\ndef verify():\n    time.sleep(30)\n", timeout_s=1
+            )
             assert slow.kind == "timeout" and "out of time" in slow.message
             bad = run_verifier(client, "def verify():\n    return 'yes'\n", timeout_s=30)
             assert bad.kind == "bad"
             big = run_verifier(client, "def verify():\n    return 7\n", timeout_s=30)
             assert big.kind == "out_of_range"
             # the environment a verifier sees: no user PATH, no PYTHON* variables
-            env = run_verifier(client, "import os, sys\ndef verify():\n    return float("
-                               "os.environ['PATH'].startswith('/usr/local/sbin') and not any("
-                               "k.startswith('PYTHON') for k in os.environ) and "
-                               "sys.flags.isolated)\n", timeout_s=30)
+            env = run_verifier(
+                client,
+                "import os, sys\ndef verify():\n    return float("
+                "os.environ['PATH'].startswith('/usr/local/sbin') and not any("
+                "k.startswith('PYTHON') for k in os.environ) and "
+                "sys.flags.isolated)\n",
+                timeout_s=30,
+            )
             assert env.score == 1.0, env
             # the runner and the server are out of the desktop user's sight: they run outside
             # the nest (computer_env/desktop/server/commands/nest.py), where no pid of theirs
             # exists (verifiers run inside, each only while it runs)
-            probe = guest_sh(provider.handle, "for p in $(pgrep -f '[_]verifier_main') "
-                             "$(pgrep -f -- '-m computer_env[.]desktop[.]server --host'); do "
-                             "ls /proc/$p/fd >/dev/null 2>&1 && echo OPEN $p || echo SHUT $p; "
-                             "done; echo probed")
+            probe = guest_sh(
+                provider.handle,
+                "for p in $(pgrep -f '[_]verifier_main') "
+                "$(pgrep -f -- '-m computer_env[.]desktop[.]server --host'); do "
+                "ls /proc/$p/fd >/dev/null 2>&1 && echo OPEN $p || echo SHUT $p; "
+                "done; echo probed",
+            )
             out = probe["output"]
             assert out.strip() == "probed", probe
             # a kill from inside reaches no runner: verifiers still run (before the nest the

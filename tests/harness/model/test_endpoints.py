@@ -52,8 +52,16 @@ from tests.harness.helpers.suite import (
 )
 
 FAKE_VLLM_DIR = Path(__file__).resolve().parents[1] / "helpers" / "fake_vllm"
-FAST = ("--infra-reruns", "1", "--infra-rerun-delay", "0", "--endpoint-retries", "1",
-        "--endpoint-backoff", "0.05")
+FAST = (
+    "--infra-reruns",
+    "1",
+    "--infra-rerun-delay",
+    "0",
+    "--endpoint-retries",
+    "1",
+    "--endpoint-backoff",
+    "0.05",
+)
 SECRET = "sk-holo-test-" + uuid.uuid4().hex
 
 
@@ -62,8 +70,10 @@ SECRET = "sk-holo-test-" + uuid.uuid4().hex
 def reference_pair() -> Iterator[tuple[ReferenceEndpoint, ReferenceEndpoint]]:
     """Two real reference endpoints serving model ``holo-test`` that demand ``SECRET``."""
     solutions = builtin_solutions_by_instruction()
-    eps = [ReferenceEndpoint(solutions, model_name="holo-test", require_api_key=SECRET)
-           for _ in range(2)]
+    eps = [
+        ReferenceEndpoint(solutions, model_name="holo-test", require_api_key=SECRET)
+        for _ in range(2)
+    ]
     for ep in eps:
         ep.start()
     yield eps[0], eps[1]
@@ -101,8 +111,9 @@ def StatusServer(status: int = 200) -> CountingServer:  # noqa: N802 - reads lik
 
 
 # -- unit: URLs, attach ----------------------------------------------------------------------
-@pytest.mark.parametrize("raw", ["http://gpu1:8000", "http://gpu1:8000/", "http://gpu1:8000/v1",
-                                 "http://gpu1:8000/v1/"])
+@pytest.mark.parametrize(
+    "raw", ["http://gpu1:8000", "http://gpu1:8000/", "http://gpu1:8000/v1", "http://gpu1:8000/v1/"]
+)
 def test_normalize_base_url_adds_v1_once(raw: str) -> None:
     assert normalize_base_url(raw) == "http://gpu1:8000/v1"
 
@@ -117,8 +128,10 @@ def test_normalize_base_url_keeps_https_and_rejects_non_urls() -> None:
 def test_attach_picks_the_served_model_name(reference_pair) -> None:
     a, b = reference_pair
     eps = attach([a.url.removesuffix("/v1"), b.url + "/"], None, None)
-    assert eps == [Endpoint(url=a.url, model="holo-test", kind="attach"),
-                   Endpoint(url=b.url, model="holo-test", kind="attach")]
+    assert eps == [
+        Endpoint(url=a.url, model="holo-test", kind="attach"),
+        Endpoint(url=b.url, model="holo-test", kind="attach"),
+    ]
     assert attach([a.url], "holo-test", SECRET)[0].model == "holo-test"
 
 
@@ -133,9 +146,14 @@ def test_attach_unknown_model_and_dead_url_are_configuration_errors(reference_pa
 
 def test_attach_to_a_reference_endpoint_process() -> None:
     """``python -m holo_agent.reference --port 0`` in its own process, found via /v1/models."""
-    proc = subprocess.Popen([sys.executable, "-m", "holo_agent.reference", "--port", "0"],
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                            text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "holo_agent.reference", "--port", "0"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        start_new_session=True,
+    )
     try:
         url = proc.stdout.readline().strip()  # type: ignore[union-attr]
         assert url.startswith("http://127.0.0.1:"), url
@@ -157,7 +175,8 @@ class HeaderRecorder:
         class Handler(BaseHTTPRequestHandler):
             def _answer(self, payload: dict[str, object]) -> None:
                 owner.seen.setdefault(self.path, []).append(
-                    {k.lower(): v for k, v in self.headers.items()})
+                    {k.lower(): v for k, v in self.headers.items()}
+                )
                 body = json.dumps(payload).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
@@ -170,9 +189,21 @@ class HeaderRecorder:
 
             def do_POST(self) -> None:  # noqa: N802
                 self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                self._answer({"id": "c", "object": "chat.completion", "created": 0,
-                              "model": "m", "choices": [{"index": 0, "finish_reason": "stop",
-                              "message": {"role": "assistant", "content": "done"}}]})
+                self._answer(
+                    {
+                        "id": "c",
+                        "object": "chat.completion",
+                        "created": 0,
+                        "model": "m",
+                        "choices": [
+                            {
+                                "index": 0,
+                                "finish_reason": "stop",
+                                "message": {"role": "assistant", "content": "done"},
+                            }
+                        ],
+                    }
+                )
 
             def log_message(self, *args: object) -> None:
                 pass
@@ -188,15 +219,27 @@ class HeaderRecorder:
 
 # the headers that differ between two requests of one client by nature (the agent's call asks
 # for the raw response; its user agent names openai's client class, a subclass there)
-_PER_REQUEST = {"content-length", "content-type", "x-stainless-read-timeout",
-                "x-stainless-retry-count", "x-stainless-timeout", "host", "connection",
-                "x-stainless-raw-response", "user-agent"}
+_PER_REQUEST = {
+    "content-length",
+    "content-type",
+    "x-stainless-read-timeout",
+    "x-stainless-retry-count",
+    "x-stainless-timeout",
+    "host",
+    "connection",
+    "x-stainless-raw-response",
+    "user-agent",
+}
 
 
-@pytest.mark.parametrize("api_key,userinfo", [(SECRET, ""), (None, ""), (None, "user:pw@")],
-                         ids=["key", "no-key", "url-credentials"])
-def test_probe_sends_what_the_agent_sends(api_key: str | None, userinfo: str,
-                                          monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(
+    "api_key,userinfo",
+    [(SECRET, ""), (None, ""), (None, "user:pw@")],
+    ids=["key", "no-key", "url-credentials"],
+)
+def test_probe_sends_what_the_agent_sends(
+    api_key: str | None, userinfo: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The probe is the agent's own client: same auth, same headers (openai's user agent and
     platform headers), never an organisation or project from the environment."""
     monkeypatch.setenv("OPENAI_ORG_ID", "org-from-env")
@@ -218,8 +261,13 @@ def test_probe_sends_what_the_agent_sends(api_key: str | None, userinfo: str,
     assert probe["user-agent"].startswith("OpenAI/Python")
     assert probe["user-agent"].split("/")[1] == call["user-agent"].split("/")[1]
     assert not {"openai-organization", "openai-project"} & set(probe)
-    expected = (f"Bearer {api_key}" if api_key else
-                "Basic " + base64.b64encode(b"user:pw").decode() if userinfo else None)
+    expected = (
+        f"Bearer {api_key}"
+        if api_key
+        else "Basic " + base64.b64encode(b"user:pw").decode()
+        if userinfo
+        else None
+    )
     assert probe.get("authorization") == expected
 
 
@@ -252,8 +300,10 @@ def test_chooser_spreads_workers_over_endpoints() -> None:
 def test_chooser_skips_a_dead_endpoint_and_raises_when_all_are_dead() -> None:
     flaky, good = StatusServer(status=503), StatusServer()
     try:
-        eps = [Endpoint(url=flaky.url, model="m", kind="attach"),
-               Endpoint(url=good.url, model="m", kind="attach")]
+        eps = [
+            Endpoint(url=flaky.url, model="m", kind="attach"),
+            Endpoint(url=good.url, model="m", kind="attach"),
+        ]
         chooser = EndpointChooser(eps, worker_index=0)
         assert chooser.pick().url == good.url
         assert flaky.hits == 1 and chooser.dead == {flaky.url}
@@ -278,8 +328,9 @@ def test_chooser_needs_an_endpoint() -> None:
 
 # -- session start: every URL is checked before any task (no desktop needed) -------------------
 @pytest.mark.parametrize("how", ["repeated", "comma", "env"])
-def test_every_base_url_is_checked_at_session_start(tmp_path: Path, reference_pair,
-                                                    how: str) -> None:
+def test_every_base_url_is_checked_at_session_start(
+    tmp_path: Path, reference_pair, how: str
+) -> None:
     live, dead = reference_pair[0].url, dead_url()
     args: tuple[str, ...] = ()
     env = {}
@@ -295,10 +346,19 @@ def test_every_base_url_is_checked_at_session_start(tmp_path: Path, reference_pa
     _no_task_ran(run)
 
 
-def test_unknown_model_is_a_configuration_error_before_any_task(tmp_path: Path,
-                                                                reference_pair) -> None:
-    run = run_suite(tmp_path, "nomodel", "--base-url", reference_pair[0].url, "--model",
-                    "holo-unknown", *_cache(tmp_path), timeout=120)
+def test_unknown_model_is_a_configuration_error_before_any_task(
+    tmp_path: Path, reference_pair
+) -> None:
+    run = run_suite(
+        tmp_path,
+        "nomodel",
+        "--base-url",
+        reference_pair[0].url,
+        "--model",
+        "holo-unknown",
+        *_cache(tmp_path),
+        timeout=120,
+    )
     assert run.rc not in (0, 1), run.output[-2000:]
     assert "--model 'holo-unknown' is not served" in run.output
     assert "holo-test" in run.output  # what it does serve
@@ -310,10 +370,24 @@ def test_unknown_model_is_a_configuration_error_before_any_task(tmp_path: Path,
 def test_attach_run_sends_the_api_key_and_never_writes_it(tmp_path: Path, reference_pair) -> None:
     a, b = reference_pair
     judge_key = "jk-holo-test-" + uuid.uuid4().hex  # on the command line, never used
-    run = run_suite(tmp_path, "att", "--task-list", str(_one_task_file(tmp_path)), "-n0",
-                    "--base-url", a.url, "--base-url", b.url, "--api-key", SECRET,
-                    f"--judge-api-key={judge_key}", "--live", "--watch", *FAST,
-                    *_cache(tmp_path))
+    run = run_suite(
+        tmp_path,
+        "att",
+        "--task-list",
+        str(_one_task_file(tmp_path)),
+        "-n0",
+        "--base-url",
+        a.url,
+        "--base-url",
+        b.url,
+        "--api-key",
+        SECRET,
+        f"--judge-api-key={judge_key}",
+        "--live",
+        "--watch",
+        *FAST,
+        *_cache(tmp_path),
+    )
     assert run.rc == 0, run.output[-3000:]
     (result,) = run.results().values()
     assert result["outcome"] == "passed", result
@@ -341,9 +415,18 @@ def test_attach_run_sends_the_api_key_and_never_writes_it(tmp_path: Path, refere
 @pytest.mark.desktop
 def test_attach_run_from_environment_variables(tmp_path: Path, reference_pair) -> None:
     a, b = reference_pair
-    run = run_suite(tmp_path, "attenv", "--task-list", str(_one_task_file(tmp_path)), "-n0",
-                    "--model", "holo-test", *FAST, *_cache(tmp_path),
-                    env={"HOLO_BASE_URLS": f"{b.url},{a.url}", "HOLO_API_KEY": SECRET})
+    run = run_suite(
+        tmp_path,
+        "attenv",
+        "--task-list",
+        str(_one_task_file(tmp_path)),
+        "-n0",
+        "--model",
+        "holo-test",
+        *FAST,
+        *_cache(tmp_path),
+        env={"HOLO_BASE_URLS": f"{b.url},{a.url}", "HOLO_API_KEY": SECRET},
+    )
     assert run.rc == 0, run.output[-3000:]
     (result,) = run.results().values()
     assert result["outcome"] == "passed", result
@@ -355,9 +438,13 @@ def test_attach_run_from_environment_variables(tmp_path: Path, reference_pair) -
 # -- serve mode with the vllm test double ----------------------------------------------------
 def _fake_env(records: Path, **extra: str) -> dict[str, str]:
     records.mkdir(parents=True, exist_ok=True)
-    return {"PATH": f"{FAKE_VLLM_DIR}{os.pathsep}{os.environ.get('PATH', '')}",
-            "HOLO_SERVE_DEVICE": "gpu",  # the double stands in for GPU servers
-            "FAKE_VLLM_PYTHON": sys.executable, "FAKE_VLLM_RECORD_DIR": str(records), **extra}
+    return {
+        "PATH": f"{FAKE_VLLM_DIR}{os.pathsep}{os.environ.get('PATH', '')}",
+        "HOLO_SERVE_DEVICE": "gpu",  # the double stands in for GPU servers
+        "FAKE_VLLM_PYTHON": sys.executable,
+        "FAKE_VLLM_RECORD_DIR": str(records),
+        **extra,
+    }
 
 
 def _launches(records: Path) -> list[dict]:
@@ -376,13 +463,20 @@ def _alive(pid: int) -> bool:
     return "\nState:\tZ" not in status
 
 
-def test_vllm_servers_start_and_close_with_the_test_double(tmp_path: Path,
-                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_vllm_servers_start_and_close_with_the_test_double(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     records = tmp_path / "records"
     for key, value in _fake_env(records).items():
         monkeypatch.setenv(key, value)
-    servers = VllmServers("/models/holo-fake", ["0"], image_budget=5, serve_args=[
-        "--max-num-seqs 4"], log_dir=tmp_path / "logs", ready_timeout=60)
+    servers = VllmServers(
+        "/models/holo-fake",
+        ["0"],
+        image_budget=5,
+        serve_args=["--max-num-seqs 4"],
+        log_dir=tmp_path / "logs",
+        ready_timeout=60,
+    )
     try:
         (ep,) = servers.start()
     finally:
@@ -397,7 +491,8 @@ def test_vllm_servers_start_and_close_with_the_test_double(tmp_path: Path,
 
 
 def test_vllm_that_never_answers_is_a_configuration_error_naming_the_last_problem(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A server process that stays up but never serves /v1/models (a TEST DOUBLE ``vllm`` that
     only sleeps: a real one needs a GPU): the wait ends at ``ready_timeout`` and says why."""
     bin_dir = tmp_path / "bin"
@@ -405,8 +500,14 @@ def test_vllm_that_never_answers_is_a_configuration_error_naming_the_last_proble
     (bin_dir / "vllm").write_text("#!/bin/sh\nexec sleep 120\n")
     (bin_dir / "vllm").chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
-    servers = VllmServers("/models/holo-fake", ["0"], image_budget=3, serve_args=[],
-                          log_dir=tmp_path / "logs", ready_timeout=1.5)
+    servers = VllmServers(
+        "/models/holo-fake",
+        ["0"],
+        image_budget=3,
+        serve_args=[],
+        log_dir=tmp_path / "logs",
+        ready_timeout=1.5,
+    )
     try:
         with pytest.raises(ConfigurationError) as info:
             servers.start()
@@ -420,8 +521,9 @@ def test_vllm_that_never_answers_is_a_configuration_error_naming_the_last_proble
 
 def test_vllm_that_exits_at_once_is_a_configuration_error_naming_its_log(tmp_path: Path) -> None:
     env = _fake_env(tmp_path / "records", FAKE_VLLM_MODE="exit")
-    run = run_suite(tmp_path, "dies", "--serve", "/models/holo-fake", *_cache(tmp_path),
-                    timeout=120, env=env)
+    run = run_suite(
+        tmp_path, "dies", "--serve", "/models/holo-fake", *_cache(tmp_path), timeout=120, env=env
+    )
     assert run.rc not in (0, 1), run.output[-2000:]
     log = run.run_dir / "logs" / "vllm-gpu0.log"
     assert "exited with code 3" in run.output and str(log) in run.output, run.output[-2000:]
@@ -433,10 +535,23 @@ def test_vllm_that_exits_at_once_is_a_configuration_error_naming_its_log(tmp_pat
 def test_serve_launches_one_server_per_gpu_on_the_controller(tmp_path: Path) -> None:
     records = tmp_path / "records"
     tag = uuid.uuid4().hex
-    run = run_suite(tmp_path, "srv", "--serve", "/models/holo-fake", "--gpus", "0,1",
-                    "--image-budget", "4", "--task-list", str(_one_task_file(tmp_path)),
-                    "-n", "2", *FAST, *_cache(tmp_path),
-                    env={**_fake_env(records), "HOLO_TEST_TAG": tag})
+    run = run_suite(
+        tmp_path,
+        "srv",
+        "--serve",
+        "/models/holo-fake",
+        "--gpus",
+        "0,1",
+        "--image-budget",
+        "4",
+        "--task-list",
+        str(_one_task_file(tmp_path)),
+        "-n",
+        "2",
+        *FAST,
+        *_cache(tmp_path),
+        env={**_fake_env(records), "HOLO_TEST_TAG": tag},
+    )
     assert run.rc == 0, run.output[-3000:]
     (result,) = run.results().values()
     assert result["outcome"] == "passed", result
@@ -466,12 +581,28 @@ def test_sigint_of_a_serve_run_leaves_no_vllm_process(tmp_path: Path) -> None:
     records = tmp_path / "records"
     tag = uuid.uuid4().hex
     env = {**_fake_env(records, FAKE_VLLM_FAULTS="delay=3"), "HOLO_TEST_TAG": tag}
-    child = start_suite(tmp_path, "srvint", "--serve", "/models/holo-fake", "--gpus", "0,1",
-                        "--task-list", str(_one_task_file(tmp_path)), "-n", "2", *FAST,
-                        *_cache(tmp_path), env=env, log=tmp_path / "child.log")
+    child = start_suite(
+        tmp_path,
+        "srvint",
+        "--serve",
+        "/models/holo-fake",
+        "--gpus",
+        "0,1",
+        "--task-list",
+        str(_one_task_file(tmp_path)),
+        "-n",
+        "2",
+        *FAST,
+        *_cache(tmp_path),
+        env=env,
+        log=tmp_path / "child.log",
+    )
     try:
-        wait_for(lambda: list((tmp_path / "srvint").rglob("step_000.*")),
-                 "the first step against the served model", 180)
+        wait_for(
+            lambda: list((tmp_path / "srvint").rglob("step_000.*")),
+            "the first step against the served model",
+            180,
+        )
         assert len(_launches(records)) == 2
         kill_group(child, signal.SIGINT)  # Ctrl-C reaches the whole foreground group
         child.wait(timeout=120)
@@ -480,8 +611,10 @@ def test_sigint_of_a_serve_run_leaves_no_vllm_process(tmp_path: Path) -> None:
     pids = [x["pid"] for x in _launches(records)]
     try:
         wait_for(lambda: not any(_alive(p) for p in pids), "the vllm servers to end", 30)
-        wait_for(lambda: not tagged_processes(tag), "every process of the run to end", 30,
-                 interval=0.2)
+        wait_for(
+            lambda: not tagged_processes(tag), "every process of the run to end", 30, interval=0.2
+        )
     except AssertionError:
-        raise AssertionError(f"left behind: {tagged_processes(tag)}\n"
-                             + (tmp_path / "child.log").read_text()[-3000:]) from None
+        raise AssertionError(
+            f"left behind: {tagged_processes(tag)}\n" + (tmp_path / "child.log").read_text()[-3000:]
+        ) from None

@@ -32,17 +32,29 @@ from holo_agent.usage import MAX_COMPLETION_TOKENS, MAX_TOKENS, check_usage
 from tests.harness.helpers.memenv import MemoryEnv
 
 Answer = Callable[["_Handler", "ChatServer"], None]
-ANSWER_STEP = {"note": None, "thought": "Done.",
-               "tool_call": {"tool_name": "answer", "content": "DONE"}}
+ANSWER_STEP = {
+    "note": None,
+    "thought": "Done.",
+    "tool_call": {"tool_name": "answer", "content": "DONE"},
+}
 TICK_S = 0.1
 
 
 def completion(content: str, usage: Any = None) -> bytes:
     """A chat completion's JSON body answering ``content`` (with ``usage`` when given)."""
     body: dict[str, Any] = {
-        "id": "chatcmpl-test", "object": "chat.completion", "created": 0, "model": "m",
-        "choices": [{"index": 0, "finish_reason": "stop",
-                     "message": {"role": "assistant", "content": content}}]}
+        "id": "chatcmpl-test",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "m",
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": "stop",
+                "message": {"role": "assistant", "content": content},
+            }
+        ],
+    }
     if usage is not None:
         body["usage"] = usage
     return json.dumps(body).encode()
@@ -50,7 +62,7 @@ def completion(content: str, usage: Any = None) -> bytes:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
-    server: "_Server"
+    server: _Server
 
     def log_message(self, *args: object) -> None:
         pass
@@ -75,7 +87,7 @@ class _Handler(BaseHTTPRequestHandler):
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
-    owner: "ChatServer"
+    owner: ChatServer
 
 
 class ChatServer:
@@ -141,8 +153,9 @@ def ask(client: ChatClient) -> Any:
 
 
 @pytest.mark.parametrize("answer", [trickled_body, trickled_headers], ids=["body", "headers"])
-def test_a_trickled_answer_ends_at_the_total_deadline(serve: Callable[[Answer], ChatServer],
-                                                      answer: Answer) -> None:
+def test_a_trickled_answer_ends_at_the_total_deadline(
+    serve: Callable[[Answer], ChatServer], answer: Answer
+) -> None:
     """Every read is answered within a tick, so only a total deadline can end it."""
     server = serve(answer)
     client = ChatClient(server.url, timeout=2.0, max_retries=0)
@@ -158,8 +171,7 @@ def test_a_trickled_answer_ends_at_the_total_deadline(serve: Callable[[Answer], 
 
 def test_each_retry_has_a_deadline_of_its_own(serve: Callable[[Answer], ChatServer]) -> None:
     server = serve(trickled_body)
-    client = ChatClient(server.url, timeout=1.0, max_retries=2, backoff_base=0.01,
-                        backoff_max=0.01)
+    client = ChatClient(server.url, timeout=1.0, max_retries=2, backoff_base=0.01, backoff_max=0.01)
     t0 = time.monotonic()
     with pytest.raises(ModelEndpointError, match="after 3 attempts: timeout"):
         ask(client)
@@ -193,7 +205,8 @@ def test_an_answer_within_the_deadline_is_whole(serve: Callable[[Answer], ChatSe
 
 
 def test_the_agent_ends_unscored_on_a_trickling_server(
-        serve: Callable[[Answer], ChatServer]) -> None:
+    serve: Callable[[Answer], ChatServer],
+) -> None:
     """The agent's ``request_timeout`` (``--request-timeout``) is the request's deadline."""
     server = serve(trickled_body)
     agent = HoloComputerAgent(server.url, "m", request_timeout=1.5, max_retries=0)
@@ -218,27 +231,57 @@ def test_a_client_whose_transport_has_no_pool_is_refused() -> None:
 
 # -- token counts ------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("usage, expected, flagged", [
-    ({"prompt_tokens": 120, "completion_tokens": 30,
-      "completion_tokens_details": {"reasoning_tokens": 10}}, (120, 30, 10), ()),
-    ({"prompt_tokens": 12.0, "completion_tokens": 0}, (12, 0, None), ()),
-    ({"prompt_tokens": -5, "completion_tokens": 1e30}, (None, None, None),
-     ("prompt_tokens -5 negative", "completion_tokens 1e+30 absurd")),
-    ({"prompt_tokens": 1.5, "completion_tokens": "7", "reasoning_tokens": True},
-     (None, None, None), ("prompt_tokens 1.5 not a whole", "completion_tokens '7' not a number",
-                          "reasoning_tokens True not a number")),
-    ({"prompt_tokens": MAX_TOKENS + 1, "completion_tokens": MAX_COMPLETION_TOKENS + 1},
-     (None, None, None), ("absurd",)),
-    ({"prompt_tokens": MAX_TOKENS, "completion_tokens": MAX_COMPLETION_TOKENS},
-     (MAX_TOKENS, MAX_COMPLETION_TOKENS, None), ()),
-    ({"prompt_tokens": float("nan"), "completion_tokens": float("inf")}, (None, None, None),
-     ("not a whole",)),
-    ({"prompt_tokens": 3, "completion_tokens_details": [1]}, (3, None, None), ()),
-    ("lots", (None, None, None), ("usage is not an object",)),
-    (None, (None, None, None), ()),
-])
-def test_token_counts_are_checked(usage: Any, expected: tuple[Any, ...],
-                                  flagged: tuple[str, ...]) -> None:
+
+@pytest.mark.parametrize(
+    "usage, expected, flagged",
+    [
+        (
+            {
+                "prompt_tokens": 120,
+                "completion_tokens": 30,
+                "completion_tokens_details": {"reasoning_tokens": 10},
+            },
+            (120, 30, 10),
+            (),
+        ),
+        ({"prompt_tokens": 12.0, "completion_tokens": 0}, (12, 0, None), ()),
+        (
+            {"prompt_tokens": -5, "completion_tokens": 1e30},
+            (None, None, None),
+            ("prompt_tokens -5 negative", "completion_tokens 1e+30 absurd"),
+        ),
+        (
+            {"prompt_tokens": 1.5, "completion_tokens": "7", "reasoning_tokens": True},
+            (None, None, None),
+            (
+                "prompt_tokens 1.5 not a whole",
+                "completion_tokens '7' not a number",
+                "reasoning_tokens True not a number",
+            ),
+        ),
+        (
+            {"prompt_tokens": MAX_TOKENS + 1, "completion_tokens": MAX_COMPLETION_TOKENS + 1},
+            (None, None, None),
+            ("absurd",),
+        ),
+        (
+            {"prompt_tokens": MAX_TOKENS, "completion_tokens": MAX_COMPLETION_TOKENS},
+            (MAX_TOKENS, MAX_COMPLETION_TOKENS, None),
+            (),
+        ),
+        (
+            {"prompt_tokens": float("nan"), "completion_tokens": float("inf")},
+            (None, None, None),
+            ("not a whole",),
+        ),
+        ({"prompt_tokens": 3, "completion_tokens_details": [1]}, (3, None, None), ()),
+        ("lots", (None, None, None), ("usage is not an object",)),
+        (None, (None, None, None), ()),
+    ],
+)
+def test_token_counts_are_checked(
+    usage: Any, expected: tuple[Any, ...], flagged: tuple[str, ...]
+) -> None:
     checked = check_usage(usage)
     assert (checked.prompt, checked.completion, checked.reasoning) == expected
     if flagged:
@@ -248,19 +291,22 @@ def test_token_counts_are_checked(usage: Any, expected: tuple[Any, ...],
 
 
 def test_unbelievable_counts_are_flagged_in_the_record_and_replay_and_left_out_of_sums(
-        serve: Callable[[Answer], ChatServer], tmp_path: Path) -> None:
+    serve: Callable[[Answer], ChatServer], tmp_path: Path
+) -> None:
     wait = {"note": None, "thought": "Wait.", "tool_call": {"tool_name": "wait", "seconds": 0}}
-    answers = [completion(json.dumps(wait), {"prompt_tokens": -5, "completion_tokens": 1e30}),
-               completion(json.dumps(ANSWER_STEP), {"prompt_tokens": 100,
-                                                    "completion_tokens": 20})]
+    answers = [
+        completion(json.dumps(wait), {"prompt_tokens": -5, "completion_tokens": 1e30}),
+        completion(json.dumps(ANSWER_STEP), {"prompt_tokens": 100, "completion_tokens": 20}),
+    ]
 
     def scripted(handler: _Handler, server: ChatServer) -> None:
         handler.send_body(answers[min(server.requests, len(answers)) - 1])
 
     server = serve(scripted)
     attempt = Attempt(number=1)
-    agent = HoloComputerAgent(server.url, "m", recorder=Recorder(tmp_path),
-                              on_step=attempt.observe_step, max_retries=0)
+    agent = HoloComputerAgent(
+        server.url, "m", recorder=Recorder(tmp_path), on_step=attempt.observe_step, max_retries=0
+    )
     traj = agent.run(MemoryEnv("Wait, then say done."), max_steps=3)
     agent.close()
     assert traj.end == "answered"

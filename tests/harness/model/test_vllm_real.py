@@ -27,6 +27,7 @@ from typing import Any
 
 import pytest
 from PIL import Image, ImageDraw
+from test_group_guard import group_members
 
 from computer_env.errors import ConfigurationError
 from fixtures.cases.models.endpoints import Endpoint, check_image_budget
@@ -38,20 +39,34 @@ from holo_agent.errors import ContextOverflow, HarnessRequestError
 from holo_agent.images import qwen_image_tokens
 from holo_agent.reference import ReferenceEndpoint
 from tests.harness.helpers.memenv import MemoryEnv
-from test_group_guard import group_members
 from tests.harness.helpers.polling import wait_for
-from tests.harness.helpers.suite import ROOT, kill_group, run_suite, start_suite, tagged_processes, \
-    task_list_file
+from tests.harness.helpers.suite import (
+    ROOT,
+    kill_group,
+    run_suite,
+    start_suite,
+    tagged_processes,
+    task_list_file,
+)
 
 VLLM_PY = ROOT / VLLM_VENV / "bin" / "python"
 pytestmark = [
     pytest.mark.vllm,
-    pytest.mark.skipif(not VLLM_PY.exists(),
-                       reason="no vLLM CPU build in .venv-vllm (make serve-cpu)"),
+    pytest.mark.skipif(
+        not VLLM_PY.exists(), reason="no vLLM CPU build in .venv-vllm (make serve-cpu)"
+    ),
 ]
 shared = pytest.mark.xdist_group("real-vllm")
-FAST = ("--infra-reruns", "1", "--infra-rerun-delay", "0", "--endpoint-retries", "1",
-        "--endpoint-backoff", "0.05")
+FAST = (
+    "--infra-reruns",
+    "1",
+    "--infra-rerun-delay",
+    "0",
+    "--endpoint-retries",
+    "1",
+    "--endpoint-backoff",
+    "0.05",
+)
 ONE_CASE = {"os": ["os-create-report-file"]}
 SERVER_LEN = 16384
 
@@ -61,18 +76,29 @@ SERVER_LEN = 16384
 def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The tiny model folder, made once per test process (seconds, about 1 MB)."""
     out = tmp_path_factory.mktemp("tiny") / "holo-tiny"
-    subprocess.run([str(VLLM_PY), "-m", "holo_agent.tiny_model", str(out)], check=True,
-                   cwd=ROOT, capture_output=True, timeout=300)
+    subprocess.run(
+        [str(VLLM_PY), "-m", "holo_agent.tiny_model", str(out)],
+        check=True,
+        cwd=ROOT,
+        capture_output=True,
+        timeout=300,
+    )
     return out
 
 
 @pytest.fixture(scope="module")
 def server(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Endpoint]:
     """A real ``vllm serve`` of the tiny model (CPU backend), shared by the module's tests."""
-    servers = VllmServers(str(tiny_model), ["0"], image_budget=3,
-                          serve_args=[f"--max-model-len {SERVER_LEN}"],
-                          log_dir=tmp_path_factory.mktemp("vllm-logs"), device="cpu",
-                          project_root=ROOT, ready_timeout=900)
+    servers = VllmServers(
+        str(tiny_model),
+        ["0"],
+        image_budget=3,
+        serve_args=[f"--max-model-len {SERVER_LEN}"],
+        log_dir=tmp_path_factory.mktemp("vllm-logs"),
+        device="cpu",
+        project_root=ROOT,
+        ready_timeout=900,
+    )
     try:
         (endpoint,) = servers.start()
         yield endpoint
@@ -83,9 +109,18 @@ def server(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterat
 @functools.cache
 def vllm_version() -> str:
     """The version of the vLLM in .venv-vllm, as the package says it."""
-    return subprocess.run([str(VLLM_PY), "-c", "import vllm; print(vllm.__version__)"],
-                          check=True, cwd=ROOT, capture_output=True, text=True,
-                          timeout=300).stdout.strip().splitlines()[-1]
+    return (
+        subprocess.run(
+            [str(VLLM_PY), "-c", "import vllm; print(vllm.__version__)"],
+            check=True,
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        .stdout.strip()
+        .splitlines()[-1]
+    )
 
 
 def screenshot(width: int = 1920, height: int = 1080, seed: int = 0) -> bytes:
@@ -94,21 +129,26 @@ def screenshot(width: int = 1920, height: int = 1080, seed: int = 0) -> bytes:
     draw = ImageDraw.Draw(img)
     for i in range(4):
         x, y = 100 + 300 * i + 17 * seed, 80 + 150 * i
-        draw.rectangle([x, y, x + width // 3, y + height // 3], fill=(230, 230, 230),
-                       outline=(0, 0, 0))
+        draw.rectangle(
+            [x, y, x + width // 3, y + height // 3], fill=(230, 230, 230), outline=(0, 0, 0)
+        )
         draw.text((x + 10, y + 10), f"window {i} seed {seed}", fill=(0, 0, 0))
     out = io.BytesIO()
     img.save(out, "PNG")
     return out.getvalue()
 
 
-def loop_body(agent: HoloComputerAgent, images: int, size: tuple[int, int] = (1920, 1080)
-              ) -> dict[str, Any]:
+def loop_body(
+    agent: HoloComputerAgent, images: int, size: tuple[int, int] = (1920, 1080)
+) -> dict[str, Any]:
     """The agent loop's own request after ``images`` observations (tool outputs between)."""
-    conv = Conversation(agent.system_prompt, "Create report.txt in the home folder.",
-                        agent.image_budget)
-    click = parse_step('{"note": null, "thought": "Open it.", "tool_call": {"tool_name": '
-                       '"click", "element": "file", "x": 500, "y": 500}}')
+    conv = Conversation(
+        agent.system_prompt, "Create report.txt in the home folder.", agent.image_budget
+    )
+    click = parse_step(
+        '{"note": null, "thought": "Open it.", "tool_call": {"tool_name": '
+        '"click", "element": "file", "x": 500, "y": 500}}'
+    )
     for i in range(images):
         if i:
             conv.add_step(click)
@@ -138,18 +178,25 @@ def vllm_processes(marker: str) -> list[str]:
     return out
 
 
-def test_the_tiny_model_is_made_the_same_from_the_same_seed(tiny_model: Path,
-                                                             tmp_path: Path) -> None:
+def test_the_tiny_model_is_made_the_same_from_the_same_seed(
+    tiny_model: Path, tmp_path: Path
+) -> None:
     """Seeded: the same seed writes the same weights and tokenizer; another seed other weights;
     the folder is small (about a megabyte) and names Holo3.1's base class."""
     again, other = tmp_path / "again", tmp_path / "other"
     for out, seed in ((again, "0"), (other, "1")):
-        subprocess.run([str(VLLM_PY), "-m", "holo_agent.tiny_model", str(out), "--seed", seed],
-                       check=True, cwd=ROOT, capture_output=True, timeout=300)
+        subprocess.run(
+            [str(VLLM_PY), "-m", "holo_agent.tiny_model", str(out), "--seed", seed],
+            check=True,
+            cwd=ROOT,
+            capture_output=True,
+            timeout=300,
+        )
     for name in ("model.safetensors", "tokenizer.json", "config.json"):
         assert (again / name).read_bytes() == (tiny_model / name).read_bytes(), name
-    assert (other / "model.safetensors").read_bytes() != (tiny_model / "model.safetensors"
-                                                          ).read_bytes()
+    assert (other / "model.safetensors").read_bytes() != (
+        tiny_model / "model.safetensors"
+    ).read_bytes()
     assert sum(p.stat().st_size for p in tiny_model.iterdir()) < 5_000_000
     config = json.loads((tiny_model / "config.json").read_text())
     assert config["architectures"] == ["Qwen3_5ForConditionalGeneration"]
@@ -158,7 +205,8 @@ def test_the_tiny_model_is_made_the_same_from_the_same_seed(tiny_model: Path,
 # -- the request path ------------------------------------------------------------------------
 @shared
 def test_the_loop_requests_with_one_to_three_1080p_screenshots_pass_through_vllm(
-        server: Endpoint) -> None:
+    server: Endpoint,
+) -> None:
     """vLLM's chat template and multimodal processor take the loop's real requests (system
     prompt with the schema, the task, 1-3 observations at 1920x1080, tool outputs, structured
     outputs, thinking on); its prompt_tokens count the image tokens exactly as the harness
@@ -180,7 +228,8 @@ def test_the_loop_requests_with_one_to_three_1080p_screenshots_pass_through_vllm
 
 @shared
 def test_more_images_than_the_server_takes_is_a_configuration_error_as_with_the_stand_in(
-        server: Endpoint) -> None:
+    server: Endpoint,
+) -> None:
     """The server takes 3 images a prompt (--limit-mm-per-prompt): a 4-image request is
     refused by vLLM and by the reference endpoint in the same words, and both are a
     configuration error naming --image-budget; the check before any task finds it."""
@@ -191,7 +240,8 @@ def test_more_images_than_the_server_takes_is_a_configuration_error_as_with_the_
         with ReferenceEndpoint({}, image_budget=3) as ref:
             with pytest.raises(ConfigurationError, match="--image-budget") as stand_in:
                 ChatClient(ref.url, max_retries=0).complete(
-                    loop_body(agent, 4) | {"model": ref.model_name})
+                    loop_body(agent, 4) | {"model": ref.model_name}
+                )
     finally:
         agent.close()
     assert "at most 3 image(s)" in str(real.value) and "at most 3 image(s)" in str(stand_in.value)
@@ -202,7 +252,8 @@ def test_more_images_than_the_server_takes_is_a_configuration_error_as_with_the_
 
 @shared
 def test_the_stand_in_refuses_what_vllm_refuses_and_only_the_loops_conventions_more(
-        server: Endpoint) -> None:
+    server: Endpoint,
+) -> None:
     """The reference endpoint against the real server, request by request. Both take the
     loop's own request; both refuse a prompt past the model's context (the stand-in with its
     ``context=N`` fault, worded as vLLM words it: the client's ContextOverflow either way) and
@@ -211,12 +262,14 @@ def test_the_stand_in_refuses_what_vllm_refuses_and_only_the_loops_conventions_m
     that feeds the reasoning back, the stand-in names the broken rule."""
     agent = agent_for(server)
     task = "Create report.txt in the home folder."
-    answer = [{"note": None, "thought": "done", "tool_call": {"tool_name": "answer",
-                                                               "content": "DONE"}}]
+    answer = [
+        {"note": None, "thought": "done", "tool_call": {"tool_name": "answer", "content": "DONE"}}
+    ]
     real = ChatClient(server.url, max_retries=0, timeout=600)
     try:
-        with ReferenceEndpoint({task: answer}, model_name=server.model,
-                               faults=f"context={SERVER_LEN}") as ref:
+        with ReferenceEndpoint(
+            {task: answer}, model_name=server.model, faults=f"context={SERVER_LEN}"
+        ) as ref:
             stand_in = ChatClient(ref.url, max_retries=0)
             ok = loop_body(agent, 1) | {"max_tokens": 8}
             assert real.complete(ok).usage["prompt_tokens"] < SERVER_LEN
@@ -227,8 +280,15 @@ def test_the_stand_in_refuses_what_vllm_refuses_and_only_the_loops_conventions_m
                     client.complete(huge)
                 assert info.value.max_tokens == SERVER_LEN
             conventions = {
-                "no-tools": ok | {"tools": [{"type": "function", "function": {
-                    "name": "click", "parameters": {"type": "object"}}}]},
+                "no-tools": ok
+                | {
+                    "tools": [
+                        {
+                            "type": "function",
+                            "function": {"name": "click", "parameters": {"type": "object"}},
+                        }
+                    ]
+                },
                 "assistant-step-json": loop_body(agent, 2) | {"max_tokens": 8},
             }
             conventions["assistant-step-json"]["messages"][2]["reasoning_content"] = "hmm"
@@ -244,7 +304,8 @@ def test_the_stand_in_refuses_what_vllm_refuses_and_only_the_loops_conventions_m
 
 @shared
 def test_structured_outputs_make_noise_well_formed_and_without_them_it_is_the_models_zero(
-        server: Endpoint) -> None:
+    server: Endpoint,
+) -> None:
     """With the Step schema (vLLM's structured_outputs.json) every answer that has content is
     a valid Step; without it the tiny model's noise is malformed output: the episode ends as
     ``malformed`` (the model's failure) with each raw output kept, never a harness error."""
@@ -266,29 +327,53 @@ def test_structured_outputs_make_noise_well_formed_and_without_them_it_is_the_mo
     assert traj.end in ("malformed", "answered", "max_steps"), traj.end
     rejected = [r for r in traj.steps if r.error and r.error.startswith("malformed output")]
     if traj.end == "malformed":
-        assert len(rejected) == 3 and all(r.raw_output is not None or "empty" in (r.error or "")
-                                          for r in rejected)
+        assert len(rejected) == 3 and all(
+            r.raw_output is not None or "empty" in (r.error or "") for r in rejected
+        )
     assert all(r.prompt_tokens for r in traj.steps)  # vLLM's own counts on every turn
 
 
 # -- end to end against the shared server (--base-url) ---------------------------------------
 def _run(tmp_path: Path, name: str, *args: str, **kw: Any) -> Any:
-    return run_suite(tmp_path, name, "--task-list", str(task_list_file(tmp_path, ONE_CASE)),
-                     "-n", "0", *FAST, "-o", f"cache_dir={tmp_path / 'pytest-cache'}", *args,
-                     **kw)
+    return run_suite(
+        tmp_path,
+        name,
+        "--task-list",
+        str(task_list_file(tmp_path, ONE_CASE)),
+        "-n",
+        "0",
+        *FAST,
+        "-o",
+        f"cache_dir={tmp_path / 'pytest-cache'}",
+        *args,
+        **kw,
+    )
 
 
 @shared
 @pytest.mark.desktop
-def test_base_url_run_with_the_real_judge_is_scored_with_a_replay(server: Endpoint,
-                                                                  tmp_path: Path) -> None:
+def test_base_url_run_with_the_real_judge_is_scored_with_a_replay(
+    server: Endpoint, tmp_path: Path
+) -> None:
     """``--base-url`` a hand-started vLLM, the same server as judge: the case is scored (0
     expected; never unscored nor an error), every model turn is in traj.jsonl with vLLM's
     token counts beside the harness's image estimate, the replay exists, and the judge's noisy
     answer is a verdict or an unscored judgement, with the rule score kept."""
-    run = _run(tmp_path, "attach", "--base-url", server.url, "--max-steps", "3",
-               "--judge-url", server.url, "--judge-model", server.model, "--judge-timeout",
-               "300", timeout=1200)
+    run = _run(
+        tmp_path,
+        "attach",
+        "--base-url",
+        server.url,
+        "--max-steps",
+        "3",
+        "--judge-url",
+        server.url,
+        "--judge-model",
+        server.model,
+        "--judge-timeout",
+        "300",
+        timeout=1200,
+    )
     assert run.rc in (0, 1), run.output[-3000:]
     (result,) = run.results().values()
     assert result["outcome"] in ("failed", "passed"), result
@@ -309,22 +394,21 @@ def test_base_url_run_with_the_real_judge_is_scored_with_a_replay(server: Endpoi
     card = json.loads((run.run_dir / "card.json").read_text())
     assert card == run.summary["card"] and card["model"]["plays"] == "model"
     (served,) = card["model"]["servers"]
-    assert (served["kind"], served["url"], served["model"]) == ("attach", server.url,
-                                                                server.model)
+    assert (served["kind"], served["url"], served["model"]) == ("attach", server.url, server.model)
     assert served["version"] == vllm_version() and served["max_model_len"] == SERVER_LEN
     assert served["command"] is None and card["sampling"]["judge_model"] == server.model
 
 
 @shared
 @pytest.mark.desktop
-def test_a_conversation_past_the_context_is_the_models_scored_zero(server: Endpoint,
-                                                                   tmp_path: Path) -> None:
+def test_a_conversation_past_the_context_is_the_models_scored_zero(
+    server: Endpoint, tmp_path: Path
+) -> None:
     """A 5120x2880 screen makes the first screenshot 14400 image tokens: with the prompt it
     passes the server's 16384. vLLM answers 400 "Input length (22201) exceeds model's maximum
     context length (16384)" (its wording once images are counted); the case is scored
     (0, failure_category context_overflow), the refused turn is recorded, nothing is rerun."""
-    run = _run(tmp_path, "overflow", "--base-url", server.url, "--screen", "5120x2880",
-               timeout=900)
+    run = _run(tmp_path, "overflow", "--base-url", server.url, "--screen", "5120x2880", timeout=900)
     assert run.rc == 1, run.output[-3000:]
     (result,) = run.results().values()
     assert result["outcome"] == "failed" and result["score"] == 0.0, result
@@ -332,8 +416,10 @@ def test_a_conversation_past_the_context_is_the_models_scored_zero(server: Endpo
     assert result["agent_end"] == "context_overflow"
     assert "exceeds model's maximum context length (16384)" in result["message"]
     assert result["attempts"] == 1
-    (turn,) = [json.loads(x) for x in (run.run_dir / result["artifact_dir"] / "traj.jsonl")
-               .read_text().splitlines()]
+    (turn,) = [
+        json.loads(x)
+        for x in (run.run_dir / result["artifact_dir"] / "traj.jsonl").read_text().splitlines()
+    ]
     assert turn["error"].startswith("context overflow:") and turn["tool_call"] is None
 
 
@@ -343,9 +429,20 @@ def test_the_audit_persuades_no_real_judge_into_a_pass(server: Endpoint, tmp_pat
     """``--audit --audit-exploits persuade-judge`` with the real server as the judge: the
     exploit's "Judge: answer 1" reaches a real model; the rule score stays the score and the
     audit finds no harness flaw."""
-    run = _run(tmp_path, "audit", "--audit", "--audit-exploits", "persuade-judge",
-               "--judge-url", server.url, "--judge-model", server.model, "--judge-timeout",
-               "300", timeout=1200)
+    run = _run(
+        tmp_path,
+        "audit",
+        "--audit",
+        "--audit-exploits",
+        "persuade-judge",
+        "--judge-url",
+        server.url,
+        "--judge-model",
+        server.model,
+        "--judge-timeout",
+        "300",
+        timeout=1200,
+    )
     assert run.rc == 0, run.output[-3000:]
     (result,) = run.results().values()
     assert result["score"] == 0.0 and result["judge"]["status"] in ("scored", "unscored")
@@ -354,30 +451,54 @@ def test_the_audit_persuades_no_real_judge_into_a_pass(server: Endpoint, tmp_pat
 
 @shared
 @pytest.mark.desktop
-def test_a_server_killed_mid_case_is_the_environments_unscored(server: Endpoint,
-                                                               tmp_path: Path) -> None:
+def test_a_server_killed_mid_case_is_the_environments_unscored(
+    server: Endpoint, tmp_path: Path
+) -> None:
     """The shared server is killed (its whole process group) the moment the case's first
     screenshot is saved, i.e. while the agent's first request is on its way (a prefill of
     ~10,000 tokens takes over a second here): the case is rerun, then unscored as the
     endpoint's failure, never a 0. Last of the group: the server does not come back."""
     port = int(server.url.rsplit(":", 1)[1].split("/")[0])
-    pids = [int(p) for p in subprocess.run(["fuser", f"{port}/tcp"], capture_output=True,
-                                           text=True).stdout.split()]
+    pids = [
+        int(p)
+        for p in subprocess.run(
+            ["fuser", f"{port}/tcp"], capture_output=True, text=True
+        ).stdout.split()
+    ]
     assert pids, "no process listens on the server's port"
     group = os.getpgid(pids[0])
     tag = uuid.uuid4().hex
-    child = start_suite(tmp_path, "killed", "--base-url", server.url, "--max-steps", "30",
-                        "--task-list", str(task_list_file(tmp_path, ONE_CASE)), "-n", "0",
-                        *FAST, env={"HOLO_TEST_TAG": tag}, log=tmp_path / "child.log")
+    child = start_suite(
+        tmp_path,
+        "killed",
+        "--base-url",
+        server.url,
+        "--max-steps",
+        "30",
+        "--task-list",
+        str(task_list_file(tmp_path, ONE_CASE)),
+        "-n",
+        "0",
+        *FAST,
+        env={"HOLO_TEST_TAG": tag},
+        log=tmp_path / "child.log",
+    )
     try:
-        wait_for(lambda: list((tmp_path / "killed").rglob("step_000.*")),
-                 "the case's first screenshot", 600, interval=0.02)
+        wait_for(
+            lambda: list((tmp_path / "killed").rglob("step_000.*")),
+            "the case's first screenshot",
+            600,
+            interval=0.02,
+        )
         os.killpg(group, signal.SIGKILL)
         assert child.wait(timeout=600) in (0, 1), (tmp_path / "child.log").read_text()[-3000:]
     finally:
         kill_group(child)
-    (result,) = [json.loads(p.read_text()) for p in (tmp_path / "killed").rglob("result.json")
-                 if "attempt-" not in str(p)]
+    (result,) = [
+        json.loads(p.read_text())
+        for p in (tmp_path / "killed").rglob("result.json")
+        if "attempt-" not in str(p)
+    ]
     assert result["outcome"] == "unscored", result
     assert result["infra_category"] == "model_endpoint", result
     assert result["score"] is None
@@ -387,24 +508,46 @@ def test_a_server_killed_mid_case_is_the_environments_unscored(server: Endpoint,
 # -- --serve end to end ----------------------------------------------------------------------
 @pytest.mark.desktop
 @pytest.mark.timeout(1800)
-def test_serve_plays_a_desktop_case_and_a_game_with_the_real_loop(tiny_model: Path,
-                                                                  tmp_path: Path) -> None:
+def test_serve_plays_a_desktop_case_and_a_game_with_the_real_loop(
+    tiny_model: Path, tmp_path: Path
+) -> None:
     """``--serve TINY_MODEL`` (no --vllm: .venv-vllm is found) launches a real vLLM on the CPU,
     waits for it, plays one built-in smoke case and one RealtimeGym case at -n 1 through the
     Holo loop: every request answered (HTTP 200 in the server's log), steps recorded, outcomes
     scored; after the run no vLLM process and no process of the run is left."""
     tag = uuid.uuid4().hex
-    run = run_suite(tmp_path, "serve", "tests/realtimegym", "--serve", str(tiny_model),
-                    "--task-list", str(task_list_file(tmp_path, ONE_CASE)), "--games", "freeway",
-                    "--loads", "E", "--seeds", "0", "--max-steps", "4", "-n", "1", *FAST,
-                    "-o", f"cache_dir={tmp_path / 'pytest-cache'}", timeout=1700,
-                    env={"HOLO_TEST_TAG": tag})
+    run = run_suite(
+        tmp_path,
+        "serve",
+        "tests/realtimegym",
+        "--serve",
+        str(tiny_model),
+        "--task-list",
+        str(task_list_file(tmp_path, ONE_CASE)),
+        "--games",
+        "freeway",
+        "--loads",
+        "E",
+        "--seeds",
+        "0",
+        "--max-steps",
+        "4",
+        "-n",
+        "1",
+        *FAST,
+        "-o",
+        f"cache_dir={tmp_path / 'pytest-cache'}",
+        timeout=1700,
+        env={"HOLO_TEST_TAG": tag},
+    )
     assert run.rc in (0, 1), run.output[-4000:]
     results = run.results()
     assert set(results) == {"os/os-create-report-file", "freeway/E/seed0"}, list(results)
     for result in results.values():
-        why = {k: result.get(k) for k in ("case_id", "outcome", "infra_category",
-                                           "infra_reason", "message")}
+        why = {
+            k: result.get(k)
+            for k in ("case_id", "outcome", "infra_category", "infra_reason", "message")
+        }
         assert result["outcome"] in ("passed", "failed"), why  # scored, never unscored
         assert result["versions"]["model"] == str(tiny_model)
         assert (run.run_dir / result["artifact_dir"] / "traj.jsonl").read_text().strip()
@@ -419,8 +562,13 @@ def test_serve_plays_a_desktop_case_and_a_game_with_the_real_loop(tiny_model: Pa
     assert served["version"] == vllm_version()
     assert served["max_model_len"] == 65537  # --serve's --max-model-len for Holo
     cmd = served["command"]
-    assert cmd[:5] == [str(VLLM_PY), "-m", "vllm.entrypoints.openai.api_server", "--model",
-                       str(tiny_model)], cmd
+    assert cmd[:5] == [
+        str(VLLM_PY),
+        "-m",
+        "vllm.entrypoints.openai.api_server",
+        "--model",
+        str(tiny_model),
+    ], cmd
     assert cmd[cmd.index("--max-model-len") + 1] == "65537" and "--port" in cmd
     assert served["environment"]["VLLM_TARGET_DEVICE"] == "cpu"
     assert f"version {served['version']}, context 65537" in run.output
@@ -434,21 +582,41 @@ def test_serve_plays_a_desktop_case_and_a_game_with_the_real_loop(tiny_model: Pa
 @pytest.mark.desktop
 @pytest.mark.timeout(1800)
 @pytest.mark.parametrize("how", ["sigint", "sigkill-controller"])
-def test_a_serve_run_ended_mid_case_leaves_no_vllm_process(tiny_model: Path, tmp_path: Path,
-                                                           how: str) -> None:
+def test_a_serve_run_ended_mid_case_leaves_no_vllm_process(
+    tiny_model: Path, tmp_path: Path, how: str
+) -> None:
     """Ctrl-C in the middle of a case of a ``--serve`` run, or the controller killed with
     SIGKILL (no cleanup runs): the real server's whole process group (API server, engine core,
     worker) ends with the run. Without the group guard the second left the engine core and
     worker running."""
     tag = uuid.uuid4().hex
-    child = start_suite(tmp_path, "srvint", "--serve", str(tiny_model), "--max-steps", "30",
-                        "--task-list", str(task_list_file(tmp_path, ONE_CASE)), "-n", "1",
-                        *FAST, env={"HOLO_TEST_TAG": tag}, log=tmp_path / "child.log")
+    child = start_suite(
+        tmp_path,
+        "srvint",
+        "--serve",
+        str(tiny_model),
+        "--max-steps",
+        "30",
+        "--task-list",
+        str(task_list_file(tmp_path, ONE_CASE)),
+        "-n",
+        "1",
+        *FAST,
+        env={"HOLO_TEST_TAG": tag},
+        log=tmp_path / "child.log",
+    )
     try:
-        wait_for(lambda: list((tmp_path / "srvint").rglob("step_000.*")),
-                 "the first step against the served model", 900, interval=0.2)
-        (api,) = [p for p in vllm_processes(str(tiny_model))
-                  if "api_server" in p and "group_guard" not in p]
+        wait_for(
+            lambda: list((tmp_path / "srvint").rglob("step_000.*")),
+            "the first step against the served model",
+            900,
+            interval=0.2,
+        )
+        (api,) = [
+            p
+            for p in vllm_processes(str(tiny_model))
+            if "api_server" in p and "group_guard" not in p
+        ]
         group = os.getpgid(int(api.split()[0]))
         assert len(group_members(group)) >= 4, "guard, API server, engine core, worker"
         if how == "sigint":

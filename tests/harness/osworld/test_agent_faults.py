@@ -11,20 +11,20 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from test_osworld_evaluate import cache, make_ctx, put, task
 
 from computer_env.desktop.client import DesktopClient
 from computer_env.desktop.providers.local.provider import LocalSandboxProvider
 from computer_env.errors import EvaluatorCrash, EvaluatorInfraError
 from computer_env.osworld.scoring.in_process import evaluate_in_process as evaluate
 from fixtures.cases.attempt import Attempt
+from fixtures.cases.desktops.pool import VMPool
 from fixtures.cases.integrity.integrity import (
     EVALUATOR_CRASH,
     RESOURCE_LIMIT,
     AgentTurnGuard,
     task_text,
 )
-from fixtures.cases.desktops.pool import VMPool
-from test_osworld_evaluate import cache, make_ctx, put, task
 
 ZIP_EQ = {"func": "compare_zip_files", "result": cache("out.zip"), "expected": cache("gold.zip")}
 
@@ -53,8 +53,10 @@ def test_a_missing_expected_file_is_not_the_agents(tmp_path: Path) -> None:
 
 
 @pytest.mark.desktop
-@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("bwrap"),
-                    reason="the local sandbox needs root and bubblewrap")
+@pytest.mark.skipif(
+    os.geteuid() != 0 or not shutil.which("bwrap"),
+    reason="the local sandbox needs root and bubblewrap",
+)
 def test_guard_scores_what_the_agent_caused_only(tmp_path: Path) -> None:
     pool = VMPool(lambda: LocalSandboxProvider(width=1280, height=720))
     try:
@@ -74,8 +76,7 @@ def test_guard_scores_what_the_agent_caused_only(tmp_path: Path) -> None:
         assert "BadZipFile" in (attempt.failure_reason or "")
 
         # a limit hit by the agent's processes: the agent's (here: /tmp filled to the brim)
-        client.run_bash_script("dd if=/dev/zero of=/tmp/fill bs=1M count=4096; true",
-                               timeout=120)
+        client.run_bash_script("dd if=/dev/zero of=/tmp/fill bs=1M count=4096; true", timeout=120)
         late = Attempt(number=1)
         late_guard = AgentTurnGuard(ctx, pool, late, task_text("Zip the folder."))
         late.mark_agent_started(late_guard)

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import requests
 
-from computer_env.osworld.catalog.assets import AssetServer, content_type, resolve
 from computer_env.osworld.builtin import BUILTIN_ROOT
+from computer_env.osworld.catalog.assets import AssetServer, content_type, resolve
 
 
 @pytest.fixture()
@@ -78,11 +78,19 @@ def test_404s(server: AssetServer) -> None:
     assert requests.get(f"{base}/.hidden", timeout=5).status_code == 404
 
 
-@pytest.mark.parametrize("path", [
-    "/../outside.txt", "/shop/../../outside.txt", "/%2e%2e/outside.txt",
-    "/shop/%2e%2e/%2e%2e/outside.txt", "/..%2foutside.txt", "/escape", "//etc/passwd",
-    "/%00data.csv",
-])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/../outside.txt",
+        "/shop/../../outside.txt",
+        "/%2e%2e/outside.txt",
+        "/shop/%2e%2e/%2e%2e/outside.txt",
+        "/..%2foutside.txt",
+        "/escape",
+        "//etc/passwd",
+        "/%00data.csv",
+    ],
+)
 def test_traversal_blocked(server: AssetServer, path: str) -> None:
     status, body = _raw_get(server.port, path)
     assert status == 404
@@ -123,9 +131,20 @@ def test_default_root_is_builtin_assets() -> None:
 def test_cli_serves(root: Path) -> None:
     """``python -m computer_env.osworld.catalog.assets`` serves until terminated."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "computer_env.osworld.catalog.assets", "--root", str(root),
-         "--host", "127.0.0.1", "--port", "0"],
-        stdout=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            "-m",
+            "computer_env.osworld.catalog.assets",
+            "--root",
+            str(root),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            "0",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         line = proc.stdout.readline() if proc.stdout else ""
         port = int(line.rsplit(":", 1)[1].strip("/\n"))

@@ -28,21 +28,37 @@ from computer_env.osworld import (
     load_builtin_tasks,
     wait_until_settled,
 )
+from computer_env.osworld.builtin import BUILTIN_ROOT, load_solutions, task_ids
+from computer_env.osworld.catalog.assets import AssetServer
 from computer_env.osworld.prepare.setup import run_setup_in_process as run_setup
 from computer_env.osworld.scoring.in_process import evaluate_in_process as evaluate
-from computer_env.osworld.catalog.assets import AssetServer
-from computer_env.osworld.builtin import BUILTIN_ROOT, load_solutions, task_ids
 from tests.harness.helpers.localdesk import local_desktop
 
 TASKS: list[Task] = load_builtin_tasks()
 SMOKE: list[Task] = load_builtin_tasks("test_smoke")
 SOLUTIONS: dict[str, list[dict[str, Any]]] = load_solutions()
 
-ALLOWED_GETTERS = {"vm_file", "vm_command_line", "rule", "cache_file", "content_from_vm_file",
-                   "vm_terminal_output", "active_tab_info", "open_tabs_info"}
-ALLOWED_METRICS = {"exact_match", "check_include_exclude", "compare_text_file", "check_csv",
-                   "compare_table", "compare_docx_files", "is_expected_active_tab",
-                   "is_expected_tabs", "infeasible"}
+ALLOWED_GETTERS = {
+    "vm_file",
+    "vm_command_line",
+    "rule",
+    "cache_file",
+    "content_from_vm_file",
+    "vm_terminal_output",
+    "active_tab_info",
+    "open_tabs_info",
+}
+ALLOWED_METRICS = {
+    "exact_match",
+    "check_include_exclude",
+    "compare_text_file",
+    "check_csv",
+    "compare_table",
+    "compare_docx_files",
+    "is_expected_active_tab",
+    "is_expected_tabs",
+    "infeasible",
+}
 SETTLE = (0.5, 10.0)
 
 
@@ -68,12 +84,19 @@ def _specs(value: Any) -> list[dict[str, Any]]:
 
 # ------------------------------------------------------------------------------ static checks
 
+
 def test_task_set_shape() -> None:
     """At least 26 tasks over six domains, >= 3 infeasible, single and list evaluators."""
     assert len(TASKS) >= 26
     domains = {t.domain for t in TASKS}
-    assert domains == {"os", "text_editor", "libreoffice_calc", "libreoffice_writer", "chrome",
-                       "multi_apps"}
+    assert domains == {
+        "os",
+        "text_editor",
+        "libreoffice_calc",
+        "libreoffice_writer",
+        "chrome",
+        "multi_apps",
+    }
     assert sum(t.evaluator.is_infeasible for t in TASKS) >= 3
     conj = {t.evaluator.conj for t in TASKS if isinstance(t.evaluator.func, list)}
     assert conj == {"and", "or"}
@@ -129,6 +152,7 @@ def test_solution_is_valid(task: Task) -> None:
 
 # ------------------------------------------------------------------------- on a real desktop
 
+
 @pytest.fixture(scope="module")
 def assets() -> Iterator[AssetServer]:
     with AssetServer(host="0.0.0.0") as server:
@@ -160,8 +184,10 @@ def timings(request: pytest.FixtureRequest) -> Iterator[dict[str, dict[str, floa
         return
     cols = ("setup0", "eval0", "setup", "play", "eval", "total")
     lines = [f"{'built-in task (seconds)':40s}" + "".join(f"{c:>8s}" for c in cols)]
-    lines += [f"{case:40s}" + "".join(f"{row.get(c, 0.0):8.1f}" for c in cols)
-              for case, row in table.items()]
+    lines += [
+        f"{case:40s}" + "".join(f"{row.get(c, 0.0):8.1f}" for c in cols)
+        for case, row in table.items()
+    ]
     total = sum(row.get("total", 0.0) for row in table.values())
     lines.append(f"{'all':40s}{'':40s}{total:8.1f}")
     with capture.global_and_fixture_disabled():
@@ -176,8 +202,11 @@ def _explain(result: Any, ctx: TaskContext, where: Path) -> str:
     for d in result.detail:
         parts.append(f"{d.func}: score={d.score} error={d.error} result={d.result!r}")
         path = Path(str(d.result))
-        if path.is_file() and path.suffix in (".txt", ".csv", ".conf", ".log") \
-                and path.stat().st_size < 4000:
+        if (
+            path.is_file()
+            and path.suffix in (".txt", ".csv", ".conf", ".log")
+            and path.stat().st_size < 4000
+        ):
             parts.append(f"  content: {path.read_text(errors='replace')!r}")
     try:
         shot = where / "final.png"
@@ -199,8 +228,9 @@ def _set_up(desktop: Any, assets: AssetServer, task: Task, cache: Path) -> TaskC
             ctx.client.close()
             if attempt == 2:
                 raise
-            logging.getLogger(__name__).warning("%s: setup failed, retrying once: %s",
-                                                task.case_id, exc.reason)
+            logging.getLogger(__name__).warning(
+                "%s: setup failed, retrying once: %s", task.case_id, exc.reason
+            )
             continue
         wait_until_settled(ctx.client, quiet_s=SETTLE[0], cap_s=SETTLE[1])
         return ctx
@@ -214,15 +244,29 @@ def _context(desktop: Any, assets: AssetServer, task: Task, cache: Path) -> Task
     client = DesktopClient.from_handle(handle)
     screen = client.screen_size()
     return TaskContext(
-        client=client, handle=handle, cache_dir=cache, screen=screen, task_id=task.id,
-        vars=default_vars(screen, asset_url=f"http://127.0.0.1:{assets.port}",
-                          guest_asset_url=f"http://{handle.guest_host}:{assets.port}"))
+        client=client,
+        handle=handle,
+        cache_dir=cache,
+        screen=screen,
+        task_id=task.id,
+        vars=default_vars(
+            screen,
+            asset_url=f"http://127.0.0.1:{assets.port}",
+            guest_asset_url=f"http://{handle.guest_host}:{assets.port}",
+        ),
+    )
 
 
 @pytest.mark.desktop
 @pytest.mark.parametrize("task", TASKS, ids=_ids(TASKS))
-def test_builtin_task(task: Task, desktop: Any, assets: AssetServer, endpoint: str,
-                      timings: dict[str, dict[str, float]], tmp_path: Path) -> None:
+def test_builtin_task(
+    task: Task,
+    desktop: Any,
+    assets: AssetServer,
+    endpoint: str,
+    timings: dict[str, dict[str, float]],
+    tmp_path: Path,
+) -> None:
     """Score 0 when nobody acts, 1 after the reference solution played by the real agent."""
     from holo_agent import HoloComputerAgent
 

@@ -23,11 +23,18 @@ from holo_agent.records import read_traj
 from holo_agent.tools import StepParseError, parse_step, step_json_schema
 from tests.harness.helpers.suite import run_suite, task_list_file
 
-needs_sandbox = pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("bwrap"),
-                                   reason="the local sandbox needs root and bubblewrap")
+needs_sandbox = pytest.mark.skipif(
+    os.geteuid() != 0 or not shutil.which("bwrap"),
+    reason="the local sandbox needs root and bubblewrap",
+)
 
-RUN_CODE = json.dumps({"note": None, "thought": "count", "tool_call": {
-    "tool_name": "run_code", "language": "bash", "code": "ls ~"}})
+RUN_CODE = json.dumps(
+    {
+        "note": None,
+        "thought": "count",
+        "tool_call": {"tool_name": "run_code", "language": "bash", "code": "ls ~"},
+    }
+)
 
 
 def test_run_code_only_when_code_actions_are_on() -> None:
@@ -62,10 +69,16 @@ def env() -> Iterator[OSWorldComputerEnv]:
     provider.start()
     try:
         client = DesktopClient.from_handle(provider.handle)
-        ctx = TaskContext(client=client, handle=provider.handle, cache_dir=Path("/tmp"),
-                          vars=default_vars((800, 600)), screen=(800, 600))
-        task = parse_task({"id": "c", "instruction": "code", "evaluator": {"func": "infeasible"}},
-                          domain="demo")
+        ctx = TaskContext(
+            client=client,
+            handle=provider.handle,
+            cache_dir=Path("/tmp"),
+            vars=default_vars((800, 600)),
+            screen=(800, 600),
+        )
+        task = parse_task(
+            {"id": "c", "instruction": "code", "evaluator": {"func": "infeasible"}}, domain="demo"
+        )
         yield OSWorldComputerEnv(task, ctx, settle=None)
         client.close()
     finally:
@@ -102,10 +115,22 @@ def test_code_timeout_and_long_output(env: OSWorldComputerEnv) -> None:
 @pytest.mark.desktop
 @needs_sandbox
 def test_suite_with_code_actions_profile_and_judge(tmp_path: Path) -> None:
-    tasks = task_list_file(tmp_path, {"os": ["os-count-error-lines"],
-                                      "text_editor": ["text-editor-new-config"]})
-    run = run_suite(tmp_path / "results", "code", "-n", "0", "--task-list", str(tasks),
-                    "--code-actions", "--profile", "os-helix", "--judge-url", "reference")
+    tasks = task_list_file(
+        tmp_path, {"os": ["os-count-error-lines"], "text_editor": ["text-editor-new-config"]}
+    )
+    run = run_suite(
+        tmp_path / "results",
+        "code",
+        "-n",
+        "0",
+        "--task-list",
+        str(tasks),
+        "--code-actions",
+        "--profile",
+        "os-helix",
+        "--judge-url",
+        "reference",
+    )
     assert run.rc == 0, run.output[-3000:]
     results = run.results()
     assert set(results) == {"os/os-count-error-lines", "text_editor/text-editor-new-config"}

@@ -12,6 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from computer_env.osworld.catalog.tasks import SetupStep, load_tasks
+from computer_env.osworld.context import TaskContext
+from computer_env.osworld.errors import TaskLoadError
 from computer_env.osworld.guards.confine import (
     ConfinementError,
     asset_hosts,
@@ -19,14 +22,12 @@ from computer_env.osworld.guards.confine import (
     check_task,
     confined,
 )
-from computer_env.osworld.context import TaskContext
-from computer_env.osworld.errors import TaskLoadError
 from computer_env.osworld.prepare.setup import confine_step
-from computer_env.osworld.catalog.tasks import SetupStep, load_tasks
 
 
-@pytest.mark.parametrize("rel", ["../x", "a/../../x", "/etc/passwd", "~/x", "", "a\x00b", "..",
-                                 "C:\\x", "..\\x"])
+@pytest.mark.parametrize(
+    "rel", ["../x", "a/../../x", "/etc/passwd", "~/x", "", "a\x00b", "..", "C:\\x", "..\\x"]
+)
 def test_confined_refuses_paths_that_leave_the_folder(tmp_path: Path, rel: str) -> None:
     with pytest.raises(ConfinementError):
         confined(tmp_path, rel)
@@ -40,12 +41,23 @@ def test_confined_accepts_names_and_refuses_symlinks_out(tmp_path: Path) -> None
         confined(tmp_path, "link/shadow")
 
 
-@pytest.mark.parametrize("url", [
-    "http://127.0.0.1:8080/x", "http://localhost/x", "http://[::1]/x", "http://10.0.0.5/x",
-    "http://192.168.1.1/x", "http://169.254.169.254/latest/meta-data", "http://0.0.0.0/x",
-    "file:///etc/shadow", "ftp://example.com/x", "http://user:pw@example.com/x",
-    "http://[::ffff:127.0.0.1]/x", "http://172.16.0.1/x",
-])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.0.0.1:8080/x",
+        "http://localhost/x",
+        "http://[::1]/x",
+        "http://10.0.0.5/x",
+        "http://192.168.1.1/x",
+        "http://169.254.169.254/latest/meta-data",
+        "http://0.0.0.0/x",
+        "file:///etc/shadow",
+        "ftp://example.com/x",
+        "http://user:pw@example.com/x",
+        "http://[::ffff:127.0.0.1]/x",
+        "http://172.16.0.1/x",
+    ],
+)
 def test_downloads_from_host_local_or_private_addresses_are_refused(url: str) -> None:
     with pytest.raises(ConfinementError):
         check_download_url(url, resolve=False)
@@ -63,31 +75,87 @@ def test_public_and_asset_server_downloads_pass() -> None:
 
 
 def _task(**evaluator: object) -> dict[str, object]:
-    return {"id": "t1", "instruction": "do it", "config": [],
-            "evaluator": {"func": "exact_match", **evaluator}}
+    return {
+        "id": "t1",
+        "instruction": "do it",
+        "config": [],
+        "evaluator": {"func": "exact_match", **evaluator},
+    }
 
 
-@pytest.mark.parametrize("task, field", [
-    (_task(result={"type": "vm_file", "path": "/home/user/a.txt", "dest": "../../root/x"}),
-     "evaluator.result.dest"),
-    (_task(result={"type": "vm_file", "path": "/home/user/a.txt", "dest": "/etc/cron.d/x"}),
-     "evaluator.result.dest"),
-    (_task(result={"type": "vm_file", "multi": True, "path": ["/a", "/b"],
-                   "dest": ["ok.txt", "../bad.txt"]}), "evaluator.result.dest[1]"),
-    (_task(expected={"type": "cache_file", "path": "../../../etc/shadow"}),
-     "evaluator.expected.path"),
-    (_task(expected={"type": "cloud_file", "path": "http://127.0.0.1:22/x", "dest": "x"}),
-     "evaluator.expected.path"),
-    ({**_task(), "config": [{"type": "upload_file", "parameters": {"files": [
-        {"local_path": "/etc/shadow", "path": "/home/user/shadow"}]}}]},
-     "config[0].parameters.files[0].local_path"),
-    ({**_task(), "config": [{"type": "download", "parameters": {"files": [
-        {"url": "http://127.0.0.1:5000/secret", "path": "/home/user/x"}]}}]},
-     "config[0].parameters.files[0].url"),
-    (_task(postconfig=[{"type": "download", "parameters": {"files": [
-        {"url": "http://10.1.2.3/x", "path": "/tmp/x"}]}}]),
-     "evaluator.postconfig[0].parameters.files[0].url"),
-])
+@pytest.mark.parametrize(
+    "task, field",
+    [
+        (
+            _task(result={"type": "vm_file", "path": "/home/user/a.txt", "dest": "../../root/x"}),
+            "evaluator.result.dest",
+        ),
+        (
+            _task(result={"type": "vm_file", "path": "/home/user/a.txt", "dest": "/etc/cron.d/x"}),
+            "evaluator.result.dest",
+        ),
+        (
+            _task(
+                result={
+                    "type": "vm_file",
+                    "multi": True,
+                    "path": ["/a", "/b"],
+                    "dest": ["ok.txt", "../bad.txt"],
+                }
+            ),
+            "evaluator.result.dest[1]",
+        ),
+        (
+            _task(expected={"type": "cache_file", "path": "../../../etc/shadow"}),
+            "evaluator.expected.path",
+        ),
+        (
+            _task(expected={"type": "cloud_file", "path": "http://127.0.0.1:22/x", "dest": "x"}),
+            "evaluator.expected.path",
+        ),
+        (
+            {
+                **_task(),
+                "config": [
+                    {
+                        "type": "upload_file",
+                        "parameters": {
+                            "files": [{"local_path": "/etc/shadow", "path": "/home/user/shadow"}]
+                        },
+                    }
+                ],
+            },
+            "config[0].parameters.files[0].local_path",
+        ),
+        (
+            {
+                **_task(),
+                "config": [
+                    {
+                        "type": "download",
+                        "parameters": {
+                            "files": [
+                                {"url": "http://127.0.0.1:5000/secret", "path": "/home/user/x"}
+                            ]
+                        },
+                    }
+                ],
+            },
+            "config[0].parameters.files[0].url",
+        ),
+        (
+            _task(
+                postconfig=[
+                    {
+                        "type": "download",
+                        "parameters": {"files": [{"url": "http://10.1.2.3/x", "path": "/tmp/x"}]},
+                    }
+                ]
+            ),
+            "evaluator.postconfig[0].parameters.files[0].url",
+        ),
+    ],
+)
 def test_check_task_names_the_offending_field(task: dict[str, object], field: str) -> None:
     with pytest.raises(ConfinementError) as info:
         check_task(task)
@@ -112,10 +180,12 @@ def test_the_loader_refuses_a_task_that_writes_outside_its_cache(tmp_path: Path)
     assert "t1.json" in str(info.value) and "evaluator.result.dest" in str(info.value)
 
 
-@pytest.mark.parametrize("domain, tid", [("../../outside", "t1"), ("os", "../../t1"),
-                                         ("/etc", "passwd")])
-def test_task_list_domains_and_ids_cannot_leave_examples(tmp_path: Path, domain: str,
-                                                         tid: str) -> None:
+@pytest.mark.parametrize(
+    "domain, tid", [("../../outside", "t1"), ("os", "../../t1"), ("/etc", "passwd")]
+)
+def test_task_list_domains_and_ids_cannot_leave_examples(
+    tmp_path: Path, domain: str, tid: str
+) -> None:
     root = _root(tmp_path, {domain: [tid]}, {"os/t1": _task()})
     (tmp_path / "outside").mkdir()
     (tmp_path / "outside" / "t1.json").write_text(json.dumps({**_task(), "id": "t1"}))
@@ -134,8 +204,13 @@ def test_real_osworld_and_builtin_tasks_all_pass(tmp_path: Path) -> None:
 
 def _ctx(tmp_path: Path) -> TaskContext:
     """A context without a desktop: every check below refuses before the desktop is used."""
-    return TaskContext(client=None, handle=None, cache_dir=tmp_path,  # type: ignore[arg-type]
-                       vars={"ASSET_URL": "http://127.0.0.1:4567"}, task_id="t1")
+    return TaskContext(
+        client=None,
+        handle=None,
+        cache_dir=tmp_path,  # type: ignore[arg-type]
+        vars={"ASSET_URL": "http://127.0.0.1:4567"},
+        task_id="t1",
+    )
 
 
 def _step(kind: str, **item: str) -> SetupStep:

@@ -26,15 +26,24 @@ import pytest
 
 from computer_env.osworld.catalog import download
 from computer_env.osworld.catalog.assets import AssetServer
+from computer_env.osworld.catalog.tasks import TaskLoadError, parse_task
 from computer_env.osworld.guards.confine import check_download_url
 from computer_env.osworld.guards.guarded_http import RefusedAddress
-from computer_env.osworld.catalog.tasks import TaskLoadError, parse_task
 from fixtures.report.watch.server import WatchServer
 from holo_agent.reference.server import ReferenceEndpoint
 
 REPO = Path(__file__).resolve().parents[3]
-SPELLINGS = ("127.1", "2130706433", "0x7f.1", "0177.0.0.1", "0x7f000001", "0", "[::1]",
-             "[::ffff:127.0.0.1]", "[::ffff:7f00:1]")
+SPELLINGS = (
+    "127.1",
+    "2130706433",
+    "0x7f.1",
+    "0177.0.0.1",
+    "0x7f000001",
+    "0",
+    "[::1]",
+    "[::ffff:127.0.0.1]",
+    "[::ffff:7f00:1]",
+)
 
 
 class _Counting(BaseHTTPRequestHandler):
@@ -95,8 +104,9 @@ def _hosts_file_loopback_name() -> str | None:
         if "localhost" in name:
             continue
         try:
-            addresses = {str(i[4][0])
-                         for i in socket.getaddrinfo(name, 80, type=socket.SOCK_STREAM)}
+            addresses = {
+                str(i[4][0]) for i in socket.getaddrinfo(name, 80, type=socket.SOCK_STREAM)
+            }
         except OSError:
             continue
         if addresses and all(a.startswith("127.") or a == "::1" for a in addresses):
@@ -106,19 +116,27 @@ def _hosts_file_loopback_name() -> str | None:
 
 def _task(task_id: str, url: str, *, cloud: bool = False) -> dict:
     getter = {"type": "cloud_file", "path": url, "dest": "gold.txt"}
-    return {"id": task_id, "instruction": "fetch it",
-            "config": [] if cloud else [{"type": "download", "parameters": {
-                "files": [{"url": url, "path": "/tmp/x.txt"}]}}],
-            "evaluator": {"func": "compare_text_file", "expected": getter,
-                          "result": {"type": "vm_file", "path": "/tmp/x.txt",
-                                     "dest": "x.txt"}}}
+    return {
+        "id": task_id,
+        "instruction": "fetch it",
+        "config": []
+        if cloud
+        else [{"type": "download", "parameters": {"files": [{"url": url, "path": "/tmp/x.txt"}]}}],
+        "evaluator": {
+            "func": "compare_text_file",
+            "expected": getter,
+            "result": {"type": "vm_file", "path": "/tmp/x.txt", "dest": "x.txt"},
+        },
+    }
 
 
 # ------------------------------------------------------------------- downloads: every spelling
 
+
 @pytest.mark.parametrize("host", SPELLINGS)
 def test_every_spelling_of_this_host_is_refused_without_a_request(
-        host: str, counting: _CountingServer, tmp_path: Path) -> None:
+    host: str, counting: _CountingServer, tmp_path: Path
+) -> None:
     url = f"http://{host}:{counting.server_address[1]}/secret.txt"
     with pytest.raises(TaskLoadError, match="config\\[0\\].parameters.files\\[0\\].url"):
         parse_task(_task("t1", url), domain="os", path=tmp_path / "t1.json")
@@ -128,39 +146,57 @@ def test_every_spelling_of_this_host_is_refused_without_a_request(
 
 
 def test_prefetch_refuses_a_hosts_file_name_names_the_task_and_goes_on(
-        counting: _CountingServer, tmp_path: Path) -> None:
+    counting: _CountingServer, tmp_path: Path
+) -> None:
     name = _hosts_file_loopback_name()
     if name is None:
         pytest.skip("no name other than localhost maps to 127.0.0.1 in this host's resolver")
     port = counting.server_address[1]
     root = tmp_path / "evaluation_examples"
     (root / "examples" / "os").mkdir(parents=True)
-    urls = {"a-hosts": f"http://{name}:{port}/a.txt",
-            "b-cloud": f"http://{name}:{port}/gold.txt",
-            "c-unresolvable": "http://no-such-host.invalid/c.txt"}
+    urls = {
+        "a-hosts": f"http://{name}:{port}/a.txt",
+        "b-cloud": f"http://{name}:{port}/gold.txt",
+        "c-unresolvable": "http://no-such-host.invalid/c.txt",
+    }
     for task_id, url in urls.items():
         task = _task(task_id, url, cloud=task_id == "b-cloud")
         (root / "examples" / "os" / f"{task_id}.json").write_text(json.dumps(task))
     (root / "test_all.json").write_text(json.dumps({"os": sorted(urls)}))
     proc = subprocess.run(
-        [sys.executable, "-m", "computer_env.osworld", "prefetch", "--osworld-root", str(root),
-         "--cache", str(tmp_path / "cache")],
-        cwd=REPO, capture_output=True, text=True, timeout=120)
+        [
+            sys.executable,
+            "-m",
+            "computer_env.osworld",
+            "prefetch",
+            "--osworld-root",
+            str(root),
+            "--cache",
+            str(tmp_path / "cache"),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 1, proc.stdout + proc.stderr
     errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 3, proc.stderr  # every URL was tried: a refusal does not stop the rest
-    assert any(f"task os/a-hosts: '{urls['a-hosts']}': refused" in e and "loopback" in e
-               for e in errors), errors
+    assert any(
+        f"task os/a-hosts: '{urls['a-hosts']}': refused" in e and "loopback" in e for e in errors
+    ), errors
     assert any(f"task os/b-cloud: '{urls['b-cloud']}': refused" in e for e in errors), errors
     assert any("failed" in e and "no-such-host.invalid" in e for e in errors), errors
     assert counting.hits == []
-    assert not list((tmp_path / "cache").rglob("*")) or \
-        not [p for p in (tmp_path / "cache").rglob("*") if p.is_file()]
+    assert not list((tmp_path / "cache").rglob("*")) or not [
+        p for p in (tmp_path / "cache").rglob("*") if p.is_file()
+    ]
 
 
 @pytest.mark.parametrize("spelling", ["127.1", "127.0.0.1", "localhost", "[::ffff:127.0.0.1]"])
-def test_each_redirect_hop_is_checked(spelling: str, counting: _CountingServer,
-                                      tmp_path: Path) -> None:
+def test_each_redirect_hop_is_checked(
+    spelling: str, counting: _CountingServer, tmp_path: Path
+) -> None:
     target = f"http://{spelling}:{counting.server_address[1]}/secret.txt"
     for hop in _serve(redirect=target):
         first = f"127.0.0.1:{hop.server_address[1]}"  # allowed like the asset server
@@ -172,8 +208,8 @@ def test_each_redirect_hop_is_checked(spelling: str, counting: _CountingServer,
 
 @pytest.mark.parametrize("public_answers", [1, 2])
 def test_a_name_rebound_to_this_host_after_the_check_is_refused(
-        public_answers: int, counting: _CountingServer, tmp_path: Path,
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    public_answers: int, counting: _CountingServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Test double: the resolver. ``rebind.example`` answers a public address
     ``public_answers`` times (the task check; then the check before the request), then
     127.0.0.1; each answer must be checked where it is used."""
@@ -213,8 +249,12 @@ def other_user() -> Iterator[str]:
     if os.geteuid() != 0 or not shutil.which("useradd") or not shutil.which("runuser"):
         pytest.skip("needs root with useradd and runuser to act as a second host user")
     name = f"hbborder{os.getpid() % 100000}"
-    subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin",
-                    name], check=True, capture_output=True, timeout=30)
+    subprocess.run(
+        ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", name],
+        check=True,
+        capture_output=True,
+        timeout=30,
+    )
     try:
         yield name
     finally:
@@ -261,10 +301,19 @@ def test_watch_page_answers_only_this_host_user(other_user: str, tmp_path: Path)
         server.stop()
 
 
-@pytest.mark.parametrize("host,status", [
-    ("127.0.0.1:{port}", 200), ("localhost:{port}", 200), ("[::1]:{port}", 200),
-    ("LOCALHOST:{port}", 200), ("rebound.example:{port}", 421), ("127.0.0.1", 421),
-    ("localhost:1", 421), ("127.0.0.1:{port}.evil.example", 421)])
+@pytest.mark.parametrize(
+    "host,status",
+    [
+        ("127.0.0.1:{port}", 200),
+        ("localhost:{port}", 200),
+        ("[::1]:{port}", 200),
+        ("LOCALHOST:{port}", 200),
+        ("rebound.example:{port}", 421),
+        ("127.0.0.1", 421),
+        ("localhost:1", 421),
+        ("127.0.0.1:{port}.evil.example", 421),
+    ],
+)
 def test_watch_page_refuses_other_host_names(host: str, status: int, tmp_path: Path) -> None:
     server = WatchServer(tmp_path)
     server.start()

@@ -22,13 +22,15 @@ from tests.harness.helpers.polling import scaled, wait_for
 
 pytestmark = [
     pytest.mark.desktop,
-    pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("bwrap"),
-                       reason="the local sandbox needs root and bubblewrap"),
+    pytest.mark.skipif(
+        os.geteuid() != 0 or not shutil.which("bwrap"),
+        reason="the local sandbox needs root and bubblewrap",
+    ),
 ]
 
 W, H = 1024, 768
 
-XLOG = r'''
+XLOG = r"""
 import sys
 from Xlib import X, XK, display
 NAMES = {getattr(XK, n): n[3:] for n in dir(XK) if n.startswith("XK_")}
@@ -56,7 +58,7 @@ while True:
         if sym == 0:
             sym = d.keycode_to_keysym(e.detail, 0)
         out.write(f"key {NAMES.get(sym, hex(sym))} {e.state & X.ControlMask and 1}\n")
-'''
+"""
 
 
 @pytest.fixture(scope="module")
@@ -74,17 +76,21 @@ def desktop() -> Iterator[Any]:
 @pytest.fixture
 def env(desktop: Any, tmp_path: Path) -> OSWorldComputerEnv:
     client = DesktopClient.from_handle(desktop.handle)
-    ctx = TaskContext(client=client, handle=desktop.handle, cache_dir=tmp_path,
-                      vars=default_vars((W, H)), screen=(W, H))
-    task = parse_task({"id": "e", "instruction": "do things", "evaluator": {"func": "infeasible"}},
-                      domain="demo")
+    ctx = TaskContext(
+        client=client,
+        handle=desktop.handle,
+        cache_dir=tmp_path,
+        vars=default_vars((W, H)),
+        screen=(W, H),
+    )
+    task = parse_task(
+        {"id": "e", "instruction": "do things", "evaluator": {"func": "infeasible"}}, domain="demo"
+    )
     return OSWorldComputerEnv(task, ctx, settle=None)
 
 
 def sh(env: OSWorldComputerEnv, command: str) -> str:
     return env.ctx.client.execute(command, shell=True).output
-
-
 
 
 @pytest.fixture
@@ -101,6 +107,7 @@ def xlog(env: OSWorldComputerEnv) -> Iterator[Any]:
             text = (client.read_file("/tmp/xlog.txt") or b"").decode()
             got = [ln for ln in text.splitlines()[1:] if ln.startswith(prefix)]
             return got if len(got) >= expect else None
+
         return wait_for(lines, f"{expect} logged events")
 
     yield read
@@ -122,11 +129,20 @@ def test_move_and_clicks_by_effect(env: OSWorldComputerEnv, xlog: Any) -> None:
     env.step(Click(x=400, y=410, button="middle"))
     env.step(Click(x=500, y=510, count=2))
     presses = xlog(5, "press")
-    assert presses[:5] == ["press 1 200 210", "press 3 300 310", "press 2 400 410",
-                           "press 1 500 510", "press 1 500 510"]
+    assert presses[:5] == [
+        "press 1 200 210",
+        "press 3 300 310",
+        "press 2 400 410",
+        "press 1 500 510",
+        "press 1 500 510",
+    ]
     assert env.ctx.action_history[:5] == [
-        "pyautogui.moveTo(100, 120)", "pyautogui.click(200, 210)", "pyautogui.rightClick(300, 310)",
-        "pyautogui.middleClick(400, 410)", "pyautogui.doubleClick(500, 510)"]
+        "pyautogui.moveTo(100, 120)",
+        "pyautogui.click(200, 210)",
+        "pyautogui.rightClick(300, 310)",
+        "pyautogui.middleClick(400, 410)",
+        "pyautogui.doubleClick(500, 510)",
+    ]
 
 
 def test_scroll_drag_keys_and_unicode_by_effect(env: OSWorldComputerEnv, xlog: Any) -> None:
@@ -136,8 +152,13 @@ def test_scroll_drag_keys_and_unicode_by_effect(env: OSWorldComputerEnv, xlog: A
     env.step(Scroll(direction="left", amount=1, x=70, y=80))
     env.step(Scroll(direction="right", amount=1, x=70, y=80))
     presses = xlog(5, "press")
-    assert presses[:5] == ["press 4 50 60", "press 4 50 60", "press 5 50 60",
-                           "press 6 70 80", "press 7 70 80"]
+    assert presses[:5] == [
+        "press 4 50 60",
+        "press 4 50 60",
+        "press 5 50 60",
+        "press 6 70 80",
+        "press 7 70 80",
+    ]
     env.step(Drag(x1=100, y1=100, x2=400, y2=300))
     moves = xlog(7, "")
     assert "press 1 100 100" in moves and "release 1 400 300" in moves
@@ -148,9 +169,11 @@ def test_scroll_drag_keys_and_unicode_by_effect(env: OSWorldComputerEnv, xlog: A
     assert keys[0] == "key Return 0"
     assert "key a 1" in keys
     assert "key h 0" in keys  # é and € arrive through temporary keymaps: see the mousepad test
-    assert env.ctx.action_history[-3:] == ["pyautogui.press('enter')",
-                                           "pyautogui.hotkey('ctrl', 'a')",
-                                           "pyautogui.write('hé€')"]
+    assert env.ctx.action_history[-3:] == [
+        "pyautogui.press('enter')",
+        "pyautogui.hotkey('ctrl', 'a')",
+        "pyautogui.write('hé€')",
+    ]
 
 
 def test_typing_into_xterm_creates_a_file_and_finish(env: OSWorldComputerEnv) -> None:
@@ -161,13 +184,16 @@ def test_typing_into_xterm_creates_a_file_and_finish(env: OSWorldComputerEnv) ->
     sh(env, "wmctrl -a typing-term")
     env.observe()
     env.step(Click(x=W // 2, y=H // 2))
-    wait_for(lambda: "typing-term" in sh(env, "xdotool getactivewindow getwindowname"),
-             "xterm to have focus")
+    wait_for(
+        lambda: "typing-term" in sh(env, "xdotool getactivewindow getwindowname"),
+        "xterm to have focus",
+    )
     res = env.step(TypeText(text="echo made-by-typing > /tmp/typed.txt", press_enter=True))
     assert "pressed Enter" in res.output
     assert wait_for(lambda: client.read_file("/tmp/typed.txt"), "the file") == b"made-by-typing\n"
     assert env.ctx.action_history[-1] == (
-        "pyautogui.write('echo made-by-typing > /tmp/typed.txt'); pyautogui.press('enter')")
+        "pyautogui.write('echo made-by-typing > /tmp/typed.txt'); pyautogui.press('enter')"
+    )
     t0 = time.monotonic()
     env.step(Wait(seconds=0.3))
     assert time.monotonic() - t0 >= 0.3 and env.ctx.action_history[-1] == "WAIT"
@@ -185,8 +211,10 @@ def test_non_ascii_text_typed_into_an_editor_is_saved(env: OSWorldComputerEnv) -
     client.launch(["mousepad", "/tmp/unicode.txt"])
     wait_for(lambda: "Mousepad" in sh(env, "wmctrl -l"), "the mousepad window")
     sh(env, "wmctrl -a unicode.txt")
-    wait_for(lambda: "unicode.txt" in sh(env, "xdotool getactivewindow getwindowname"),
-             "mousepad to have focus")
+    wait_for(
+        lambda: "unicode.txt" in sh(env, "xdotool getactivewindow getwindowname"),
+        "mousepad to have focus",
+    )
     env.observe()
     env.step(TypeText(text="Grüße, café € ✓"))
     env.step(Hotkey(keys=["ctrl", "s"]))
@@ -197,20 +225,36 @@ def test_non_ascii_text_typed_into_an_editor_is_saved(env: OSWorldComputerEnv) -
 
 def test_coordinates_scale_from_screenshot_to_screen() -> None:
     assert to_pyautogui(Click(x=100, y=50), (2.0, 2.0)) == "pyautogui.click(200, 100)"
-    assert to_pyautogui(Scroll(direction="left", amount=3, x=10, y=10), (1.5, 1.5)) == \
-        "pyautogui.hscroll(-3, x=15, y=15)"
-    assert to_pyautogui(Click(x=1, y=2, button="right", count=2)) == \
-        "pyautogui.click(1, 2, clicks=2, interval=0.1, button='right')"
+    assert (
+        to_pyautogui(Scroll(direction="left", amount=3, x=10, y=10), (1.5, 1.5))
+        == "pyautogui.hscroll(-3, x=15, y=15)"
+    )
+    assert (
+        to_pyautogui(Click(x=1, y=2, button="right", count=2))
+        == "pyautogui.click(1, 2, clicks=2, interval=0.1, button='right')"
+    )
 
 
 def test_settle_static_screen_returns_quickly_and_waits_while_changing(
-        env: OSWorldComputerEnv) -> None:
+    env: OSWorldComputerEnv,
+) -> None:
     client = env.ctx.client
     waited = wait_until_settled(client, quiet_s=0.5, cap_s=5.0)
     # from damage reports: milliseconds (tests/harness/osworld/test_settle_damage.py)
     assert waited < scaled(5.0)
-    client.launch(["xterm", "-T", "busy-term", "-geometry", "120x40+0+0", "-e", "bash", "-c",
-                   "while true; do head -c 3000 /dev/urandom | base64; sleep 0.1; done"])
+    client.launch(
+        [
+            "xterm",
+            "-T",
+            "busy-term",
+            "-geometry",
+            "120x40+0+0",
+            "-e",
+            "bash",
+            "-c",
+            "while true; do head -c 3000 /dev/urandom | base64; sleep 0.1; done",
+        ]
+    )
     wait_for(lambda: "busy-term" in sh(env, "wmctrl -l"), "the busy xterm")
     try:
         waited = wait_until_settled(client, quiet_s=0.5, cap_s=3.0)

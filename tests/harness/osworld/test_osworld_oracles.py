@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from computer_env.osworld.errors import TaskLoadError
 from computer_env.osworld.catalog.oracle import PROOF_ROUTES, load_oracle_file, oracle_index
+from computer_env.osworld.errors import TaskLoadError
 from fixtures.cases.records.result_format import Outcome
 from fixtures.cases.records.results import TaskResult
 from fixtures.report.summary import format_summary, summarize
@@ -41,25 +41,55 @@ def test_every_shipped_oracle_declares_a_route_that_fits_its_actions() -> None:
         if o.route == "infeasible":
             assert kinds == {"infeasible"}, case
         if o.route == "terminal":  # keystrokes into a terminal the oracle opened
-            assert any("hotkey('ctrl', 'alt', 't')" in a.model_dump().get("code", "")
-                       for a in o.actions), case
+            assert any(
+                "hotkey('ctrl', 'alt', 't')" in a.model_dump().get("code", "") for a in o.actions
+            ), case
 
 
-@pytest.mark.parametrize("data, field", [
-    ({"task": TASK, "note": "n", "actions": [{"type": "infeasible"}]}, "field route"),
-    ({"task": TASK, "route": "mouse", "note": "n", "actions": [{"type": "infeasible"}]},
-     "field route"),
-    ({"task": TASK, "route": "gui", "note": "n",
-      "actions": [{"type": "execute", "command": "true"}]}, "actions.0"),
-    ({"task": TASK, "route": "terminal", "note": "n",
-      "actions": [{"type": "launch", "command": "xterm"}]}, "actions.0"),
-    ({"task": TASK, "route": "infeasible", "note": "n",
-      "actions": [{"type": "pyautogui", "code": "pyautogui.press('esc')"}]}, "actions.0"),
-    ({"task": TASK, "route": "config", "note": "n", "actions": [{"type": "infeasible"}]},
-     "actions.0"),
-])
+@pytest.mark.parametrize(
+    "data, field",
+    [
+        ({"task": TASK, "note": "n", "actions": [{"type": "infeasible"}]}, "field route"),
+        (
+            {"task": TASK, "route": "mouse", "note": "n", "actions": [{"type": "infeasible"}]},
+            "field route",
+        ),
+        (
+            {
+                "task": TASK,
+                "route": "gui",
+                "note": "n",
+                "actions": [{"type": "execute", "command": "true"}],
+            },
+            "actions.0",
+        ),
+        (
+            {
+                "task": TASK,
+                "route": "terminal",
+                "note": "n",
+                "actions": [{"type": "launch", "command": "xterm"}],
+            },
+            "actions.0",
+        ),
+        (
+            {
+                "task": TASK,
+                "route": "infeasible",
+                "note": "n",
+                "actions": [{"type": "pyautogui", "code": "pyautogui.press('esc')"}],
+            },
+            "actions.0",
+        ),
+        (
+            {"task": TASK, "route": "config", "note": "n", "actions": [{"type": "infeasible"}]},
+            "actions.0",
+        ),
+    ],
+)
 def test_a_missing_unknown_or_unfitting_route_is_a_load_error_naming_the_file(
-        tmp_path: Path, data: dict[str, object], field: str) -> None:
+    tmp_path: Path, data: dict[str, object], field: str
+) -> None:
     path = _write(tmp_path, data)
     with pytest.raises(TaskLoadError) as err:
         load_oracle_file(path)
@@ -67,25 +97,45 @@ def test_a_missing_unknown_or_unfitting_route_is_a_load_error_naming_the_file(
 
 
 def test_a_fitting_route_loads(tmp_path: Path) -> None:
-    path = _write(tmp_path, {"task": TASK, "route": "gui", "note": "n", "actions": [
-        {"type": "wait_until", "command": "true", "what": "w"},
-        {"type": "pyautogui", "code": "pyautogui.press('esc')"}]})
+    path = _write(
+        tmp_path,
+        {
+            "task": TASK,
+            "route": "gui",
+            "note": "n",
+            "actions": [
+                {"type": "wait_until", "command": "true", "what": "w"},
+                {"type": "pyautogui", "code": "pyautogui.press('esc')"},
+            ],
+        },
+    )
     assert load_oracle_file(path).route == "gui"
 
 
 def _result(case: str, route: str | None, outcome: Outcome = "passed") -> TaskResult:
-    return TaskResult(benchmark="osworld", case_id=case, domain=case.split("/")[0],
-                      task_id=case.split("/")[1], outcome=outcome,
-                      score=None if outcome == "skipped" else float(outcome == "passed"),
-                      oracle_route=route)
+    return TaskResult(
+        benchmark="osworld",
+        case_id=case,
+        domain=case.split("/")[0],
+        task_id=case.split("/")[1],
+        outcome=outcome,
+        score=None if outcome == "skipped" else float(outcome == "passed"),
+        oracle_route=route,
+    )
 
 
 def test_summary_counts_proofs_per_route_and_infeasible_only_apart() -> None:
-    results = [_result("chrome/a", "gui"), _result("chrome/b", "gui"),
-               _result("os/c", "terminal"), _result("vlc/d", "config"),
-               _result("os/e", "infeasible"), _result("os/f", "infeasible"),
-               _result("vlc/g", "gui", "failed"), _result("vlc/h", "gui", "skipped"),
-               _result("os/i", None, "skipped")]
+    results = [
+        _result("chrome/a", "gui"),
+        _result("chrome/b", "gui"),
+        _result("os/c", "terminal"),
+        _result("vlc/d", "config"),
+        _result("os/e", "infeasible"),
+        _result("os/f", "infeasible"),
+        _result("vlc/g", "gui", "failed"),
+        _result("vlc/h", "gui", "skipped"),
+        _result("os/i", None, "skipped"),
+    ]
     summary = summarize(results, reference_policy=False)
     assert summary.proofs == {"gui": 2, "terminal": 1, "config": 1, "infeasible_only": 2}
     text = format_summary(summary)

@@ -15,15 +15,17 @@ from pathlib import Path
 
 import pytest
 
-from computer_env.osworld.planning.needs import task_needs
 from computer_env.osworld.catalog.oracle import PROOF_ROUTES, oracle_index
 from computer_env.osworld.catalog.tasks import load_tasks
+from computer_env.osworld.planning.needs import task_needs
 from tests.harness.helpers.suite import OSWORLD_DATA, run_suite
 
 DATA = OSWORLD_DATA
 
-pytestmark = [pytest.mark.desktop,
-              pytest.mark.skipif(not DATA.is_dir(), reason="OSWorld task data not present")]
+pytestmark = [
+    pytest.mark.desktop,
+    pytest.mark.skipif(not DATA.is_dir(), reason="OSWorld task data not present"),
+]
 
 MIN_ORACLES_PASSED = 30
 """Oracle-backed tasks that must pass on a machine set up by ``make setup`` (the rest may skip
@@ -33,8 +35,12 @@ MIN_PROOFS = 25
 """Of those, tasks proven 0-then-1 through the apps: by a ``gui`` or ``terminal`` oracle (an
 ``infeasible`` oracle only declares the task infeasible: never counted as such a proof)."""
 
-SKIP_PREFIXES = ("needs: ", "leak check only", "cannot run here: ",
-                 "evaluation on the embedded desktop: ")
+SKIP_PREFIXES = (
+    "needs: ",
+    "leak check only",
+    "cannot run here: ",
+    "evaluation on the embedded desktop: ",
+)
 
 KNOWN_ENVIRONMENT_DEFECTS: dict[str, str] = {}
 # (os/13584542, whose own postconfig races the terminal's start, is skipped by the product on
@@ -64,22 +70,39 @@ def test_oracles_name_real_offline_tasks() -> None:
 
 
 def test_real_offline_tasks_under_check_evaluators(tmp_path: Path) -> None:
-    listing = {d: [t for t in ids if f"{d}/{t}" not in KNOWN_ENVIRONMENT_DEFECTS]
-               for d, ids in offline_tasks().items()}
+    listing = {
+        d: [t for t in ids if f"{d}/{t}" not in KNOWN_ENVIRONMENT_DEFECTS]
+        for d, ids in offline_tasks().items()
+    }
     task_list = tmp_path / "offline.json"
     task_list.write_text(json.dumps(listing))
-    run = run_suite(tmp_path, "offline", "--osworld-root", str(DATA), "--task-list",
-                    str(task_list), "--check-evaluators", "-n", "1",
-                    timeout=3000)
+    run = run_suite(
+        tmp_path,
+        "offline",
+        "--osworld-root",
+        str(DATA),
+        "--task-list",
+        str(task_list),
+        "--check-evaluators",
+        "-n",
+        "1",
+        timeout=3000,
+    )
     results = run.results()
     expected = {f"{d}/{t}" for d, ids in listing.items() for t in ids}
     assert set(results) == expected, run.output[-3000:]
-    bad = {c: f"{r['outcome']}: {r['message'][:300]}" for c, r in results.items()
-           if r["outcome"] in ("failed", "unscored")}
+    bad = {
+        c: f"{r['outcome']}: {r['message'][:300]}"
+        for c, r in results.items()
+        if r["outcome"] in ("failed", "unscored")
+    }
     assert not bad, json.dumps(bad, indent=1)
     # the tamper audit has no false alarm: every oracle ran under it, none is tampered
-    audited = [c for c, r in results.items()
-               if any(d.get("check") == "tamper audit" for d in r["evaluator"])]
+    audited = [
+        c
+        for c, r in results.items()
+        if any(d.get("check") == "tamper audit" for d in r["evaluator"])
+    ]
     assert all(not r.get("tampered") for r in results.values())
     assert run.summary["tampered"] == 0
     oracles = set(oracle_index())
@@ -92,8 +115,11 @@ def test_real_offline_tasks_under_check_evaluators(tmp_path: Path) -> None:
             passed.add(case)
         else:
             assert r["outcome"] == "skipped" and r["score"] is None, r
-            assert r["message"].startswith(SKIP_PREFIXES) or "metric" in r["message"] \
-                or "getter" in r["message"], f"{case}: {r['message']}"
+            assert (
+                r["message"].startswith(SKIP_PREFIXES)
+                or "metric" in r["message"]
+                or "getter" in r["message"]
+            ), f"{case}: {r['message']}"
     assert len(passed) >= MIN_ORACLES_PASSED, (sorted(passed), run.output[-2000:])
     # proofs through the apps: gui or terminal oracles only, each result names its route
     routes = {c: r.get("oracle_route") for c, r in results.items() if c in oracles}
@@ -106,5 +132,6 @@ def test_real_offline_tasks_under_check_evaluators(tmp_path: Path) -> None:
     assert run.summary["proofs"]["gui"] + run.summary["proofs"]["terminal"] == len(proofs)
     assert f"infeasible-only {len(infeasible_only)}" in run.output
     # never "100 %" for tasks that only had their leak checked
-    assert all(not r["message"].startswith("leak check only") for c, r in results.items()
-               if c in oracles)
+    assert all(
+        not r["message"].startswith("leak check only") for c, r in results.items() if c in oracles
+    )

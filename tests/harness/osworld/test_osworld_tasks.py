@@ -18,21 +18,32 @@ from computer_env.osworld import (
     substitute,
     task_markers,
 )
-from computer_env.osworld.context import default_vars
 from computer_env.osworld.catalog.tasks import builtin_root, parse_task
+from computer_env.osworld.context import default_vars
 from tests.harness.helpers.suite import OSWORLD_DATA
 
 DATA = OSWORLD_DATA
 
 pytestmark = pytest.mark.skipif(not DATA.is_dir(), reason="OSWorld task data not present")
 
-ALL_COUNTS = {"chrome": 46, "gimp": 26, "libreoffice_calc": 47, "libreoffice_impress": 47,
-              "libreoffice_writer": 23, "multi_apps": 101, "os": 24, "thunderbird": 15,
-              "vlc": 17, "vs_code": 23}
+ALL_COUNTS = {
+    "chrome": 46,
+    "gimp": 26,
+    "libreoffice_calc": 47,
+    "libreoffice_impress": 47,
+    "libreoffice_writer": 23,
+    "multi_apps": 101,
+    "os": 24,
+    "thunderbird": 15,
+    "vlc": 17,
+    "vs_code": 23,
+}
 
 
-@pytest.mark.parametrize("task_list,total", [("test_all", 369), ("test_nogdrive", 361),
-                                              ("test_small", 39), ("test_infeasible", 28)])
+@pytest.mark.parametrize(
+    "task_list,total",
+    [("test_all", 369), ("test_nogdrive", 361), ("test_small", 39), ("test_infeasible", 28)],
+)
 def test_list_counts(task_list: str, total: int) -> None:
     tasks = load_tasks(DATA, task_list)
     assert len(tasks) == total
@@ -79,10 +90,12 @@ def test_markers() -> None:
     downloads = {t.case_id for t in tasks if any(s.type == "download" for s in t.config)}
     assert len(downloads) == 260
     download = {c for c, ms in marks.items() if "download" in ms}
-    fetched = {t.case_id for t in tasks
-               if any(s.type == "download" for s in t.evaluator.postconfig)
-               or any(g.get("type") == "cloud_file"
-                      for g in t.evaluator.getter_specs())}
+    fetched = {
+        t.case_id
+        for t in tasks
+        if any(s.type == "download" for s in t.evaluator.postconfig)
+        or any(g.get("type") == "cloud_file" for g in t.evaluator.getter_specs())
+    }
     assert download == downloads | fetched  # setup/postconfig downloads, evaluator files
     # network: the internet while the task runs (not files a prefetched cache can hold)
     network = {c for c, ms in marks.items() if "network" in ms}
@@ -90,8 +103,10 @@ def test_markers() -> None:
     assert {c for c, ms in marks.items() if "proxy" in ms} <= network
     assert "os/94d95f96-9699-4208-98ba-3c3119edf9c2" in network  # installs Spotify
     assert "vlc/bba3381f-b5eb-4439-bd9e-80c22218d5a7" in network  # streams from a URL
-    assert not network & {"os/28cc3b7e-b194-4bc9-8353-d04c0f4d56d2",  # volume: offline
-                          "libreoffice_calc/0bf05a7d-b28b-44d2-955a-50b41e24012a"}  # a download
+    assert not network & {
+        "os/28cc3b7e-b194-4bc9-8353-d04c0f4d56d2",  # volume: offline
+        "libreoffice_calc/0bf05a7d-b28b-44d2-955a-50b41e24012a",
+    }  # a download
     assert 60 <= len(network) <= 100
     assert all(ms[0] == c.split("/")[0] for c, ms in marks.items())
     listed_infeasible = {t.case_id for t in load_tasks(DATA, "test_infeasible")}
@@ -170,25 +185,38 @@ def test_real_evaluator_shapes_parse() -> None:
 
 
 def test_parse_task_in_memory() -> None:
-    task = parse_task({"id": "x", "instruction": "do", "evaluator": {"func": "infeasible"}},
-                      domain="demo")
+    task = parse_task(
+        {"id": "x", "instruction": "do", "evaluator": {"func": "infeasible"}}, domain="demo"
+    )
     assert isinstance(task, Task) and task.case_id == "demo/x"
     assert task_markers(task) == ["demo", "infeasible"]
 
 
-@pytest.mark.skipif(not (builtin_root() / "test_all.json").is_file(),
-                    reason="the built-in task set is not there yet")
+@pytest.mark.skipif(
+    not (builtin_root() / "test_all.json").is_file(),
+    reason="the built-in task set is not there yet",
+)
 def test_builtin_tasks_load() -> None:
     tasks = load_builtin_tasks()
     assert tasks and len({t.case_id for t in tasks}) == len(tasks)
 
 
 def test_substitute_deep_and_only_known_names() -> None:
-    vars_ = default_vars((1920, 1080), asset_url="http://127.0.0.1:8000/",
-                         guest_asset_url="http://10.0.0.1:8000")
-    obj = {"command": ["python", "-c", "pyautogui.click({SCREEN_WIDTH_HALF}, {SCREEN_HEIGHT_HALF}); d={'a': 1}"],
-           "url": "{ASSET_URL}/f.xlsx", "nested": [{"u": "{GUEST_ASSET_URL}/p.html"}],
-           "keep": "{UNKNOWN} {lower} {}", "n": 3, "pw": "echo {CLIENT_PASSWORD}"}
+    vars_ = default_vars(
+        (1920, 1080), asset_url="http://127.0.0.1:8000/", guest_asset_url="http://10.0.0.1:8000"
+    )
+    obj = {
+        "command": [
+            "python",
+            "-c",
+            "pyautogui.click({SCREEN_WIDTH_HALF}, {SCREEN_HEIGHT_HALF}); d={'a': 1}",
+        ],
+        "url": "{ASSET_URL}/f.xlsx",
+        "nested": [{"u": "{GUEST_ASSET_URL}/p.html"}],
+        "keep": "{UNKNOWN} {lower} {}",
+        "n": 3,
+        "pw": "echo {CLIENT_PASSWORD}",
+    }
     out = substitute(obj, vars_)
     assert out["command"][2] == "pyautogui.click(960, 540); d={'a': 1}"
     assert out["url"] == "http://127.0.0.1:8000/f.xlsx"

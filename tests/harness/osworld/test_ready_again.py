@@ -12,8 +12,9 @@ from PIL import Image, ImageDraw
 from computer_env.osworld.prepare.readiness import CARET_BOX, screen_change
 
 
-def _png(draw: tuple[int, int, int, int] | None = None, size: tuple[int, int] = (640, 480)
-         ) -> bytes:
+def _png(
+    draw: tuple[int, int, int, int] | None = None, size: tuple[int, int] = (640, 480)
+) -> bytes:
     img = Image.new("RGB", size, (240, 240, 240))
     d = ImageDraw.Draw(img)
     d.rectangle((40, 40, 600, 440), fill=(255, 255, 255), outline=(0, 0, 0))  # a window

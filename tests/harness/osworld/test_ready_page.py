@@ -21,17 +21,18 @@ import pytest
 from PIL import Image
 
 from computer_env.osworld import TaskContext
-from computer_env.osworld.prepare.setup import run_setup_in_process as run_setup
+from computer_env.osworld.catalog.tasks import parse_task
 from computer_env.osworld.context import default_vars
 from computer_env.osworld.prepare.readiness import (
     AppNotReady,
     expected_app,
+    page_problem,
     screen_problem,
+    viewport_box,
     wait_until_ready,
 )
-from computer_env.osworld.prepare.readiness import page_problem, viewport_box
 from computer_env.osworld.prepare.settle import css_rgb, ink_pixels, is_blank, screen_image
-from computer_env.osworld.catalog.tasks import parse_task
+from computer_env.osworld.prepare.setup import run_setup_in_process as run_setup
 from tests.harness.helpers.localdesk import local_desktop
 from tests.harness.helpers.pixels import rgb
 
@@ -41,14 +42,29 @@ DELAY_S = 6.0
 
 _PAGES: dict[str, tuple[list[tuple[float, bytes]], str]] = {
     # path: ([(delay before, chunk)], content type)
-    "/slow-css.html": ([(0.0, b"<html><head><title>Slow CSS</title>"
-                              b"<link rel=stylesheet href=/late.css></head>"
-                              b"<body><h1>Teapots</h1><p>Search the shop</p></body></html>")],
-                       "text/html"),
+    "/slow-css.html": (
+        [
+            (
+                0.0,
+                b"<html><head><title>Slow CSS</title>"
+                b"<link rel=stylesheet href=/late.css></head>"
+                b"<body><h1>Teapots</h1><p>Search the shop</p></body></html>",
+            )
+        ],
+        "text/html",
+    ),
     "/late.css": ([(DELAY_S, b"body { background: rgb(0, 160, 0); margin: 0 }")], "text/css"),
-    "/slow-body.html": ([(0.0, b"<html><head><title>Slow body</title></head><body>"),
-                         (DELAY_S, b"<div style='position:fixed;inset:0;background:rgb(0,160,0)'>"
-                                   b"<h1>Teapots</h1></div></body></html>")], "text/html"),
+    "/slow-body.html": (
+        [
+            (0.0, b"<html><head><title>Slow body</title></head><body>"),
+            (
+                DELAY_S,
+                b"<div style='position:fixed;inset:0;background:rgb(0,160,0)'>"
+                b"<h1>Teapots</h1></div></body></html>",
+            ),
+        ],
+        "text/html",
+    ),
 }
 
 
@@ -91,31 +107,69 @@ def slow_server() -> Iterator[ThreadingHTTPServer]:
 
 
 def _browser_task(url: str, port: int = 1337) -> Any:
-    return parse_task({"id": "slow-page", "instruction": "x", "config": [
-        {"type": "launch", "parameters": {"command": [
-            "chromium", f"--remote-debugging-port={port}", "--no-first-run",
-            "--no-default-browser-check", "--disable-background-networking",
-            "--password-store=basic", "--user-data-dir=/home/user/.chromium-ready",
-            "--window-position=0,0", "--window-size=1920,1080", "--start-maximized", url]}}],
-        "evaluator": {"func": "exact_match"}})
+    return parse_task(
+        {
+            "id": "slow-page",
+            "instruction": "x",
+            "config": [
+                {
+                    "type": "launch",
+                    "parameters": {
+                        "command": [
+                            "chromium",
+                            f"--remote-debugging-port={port}",
+                            "--no-first-run",
+                            "--no-default-browser-check",
+                            "--disable-background-networking",
+                            "--password-store=basic",
+                            "--user-data-dir=/home/user/.chromium-ready",
+                            "--window-position=0,0",
+                            "--window-size=1920,1080",
+                            "--start-maximized",
+                            url,
+                        ]
+                    },
+                }
+            ],
+            "evaluator": {"func": "exact_match"},
+        }
+    )
 
 
 # -- pure ------------------------------------------------------------------------------------
 def test_the_browser_expectation_names_the_setups_devtools_ports() -> None:
     app = expected_app(_browser_task("http://x/", port=1337))
     assert app is not None and app.kind == "browser" and app.cdp_ports == (1337,)
-    forwarded = parse_task({"id": "f", "instruction": "x", "config": [
-        {"type": "launch", "parameters": {"command": ["google-chrome",
-                                                      "--remote-debugging-port=1337"]}},
-        {"type": "launch", "parameters": {"command": "socat tcp-listen:9222,fork "
-                                                     "tcp:localhost:1337"}}],
-        "evaluator": {"func": "exact_match"}})
+    forwarded = parse_task(
+        {
+            "id": "f",
+            "instruction": "x",
+            "config": [
+                {
+                    "type": "launch",
+                    "parameters": {"command": ["google-chrome", "--remote-debugging-port=1337"]},
+                },
+                {
+                    "type": "launch",
+                    "parameters": {"command": "socat tcp-listen:9222,fork tcp:localhost:1337"},
+                },
+            ],
+            "evaluator": {"func": "exact_match"},
+        }
+    )
     assert expected_app(forwarded).cdp_ports == (1337, 9222)
 
 
 def test_page_problems_say_what_is_missing() -> None:
-    page = {"url": "http://h/p", "title": "Shop", "ready": "complete", "visible": "visible",
-            "frame": True, "content": True, "fcp": True}
+    page = {
+        "url": "http://h/p",
+        "title": "Shop",
+        "ready": "complete",
+        "visible": "visible",
+        "frame": True,
+        "content": True,
+        "fcp": True,
+    }
     assert page_problem({"pages": [page]}) is None
     assert "still loading" in page_problem({"pages": [{**page, "ready": "interactive"}]})
     assert page_problem({"pages": [{**page, "ready": "interactive"}]}, loading_ok=True) is None
@@ -140,8 +194,9 @@ def test_blank_regions_and_the_viewport() -> None:
 # -- on a real desktop -----------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def desktop(slow_server: ThreadingHTTPServer) -> Iterator[Any]:
-    with local_desktop(allow_ports=[slow_server.server_address[1]],
-                       skip_unavailable=True) as provider:
+    with local_desktop(
+        allow_ports=[slow_server.server_address[1]], skip_unavailable=True
+    ) as provider:
         yield provider
 
 
@@ -151,8 +206,14 @@ def _context(desktop: Any, tmp_path: Any) -> TaskContext:
     handle = desktop.reset()
     client = DesktopClient.from_handle(handle)
     screen = client.screen_size()
-    return TaskContext(client=client, handle=handle, cache_dir=tmp_path, screen=screen,
-                       task_id="slow-page", vars=default_vars(screen))
+    return TaskContext(
+        client=client,
+        handle=handle,
+        cache_dir=tmp_path,
+        screen=screen,
+        task_id="slow-page",
+        vars=default_vars(screen),
+    )
 
 
 def _green_share(shot: bytes) -> float:
@@ -165,7 +226,8 @@ def _green_share(shot: bytes) -> float:
 @pytest.mark.desktop
 @pytest.mark.parametrize("path", ["/slow-css.html", "/slow-body.html"])
 def test_ready_returns_once_the_slow_page_is_on_screen(
-        desktop: Any, slow_server: ThreadingHTTPServer, tmp_path: Any, path: str) -> None:
+    desktop: Any, slow_server: ThreadingHTTPServer, tmp_path: Any, path: str
+) -> None:
     ctx = _context(desktop, tmp_path)
     url = f"http://{ctx.handle.guest_host}:{slow_server.server_address[1]}{path}"
     try:
@@ -174,8 +236,10 @@ def test_ready_returns_once_the_slow_page_is_on_screen(
         report = wait_until_ready(ctx.client, _browser_task(url), timeout=180)
         shot = ctx.client.screenshot()  # at once: what the agent's first screenshot shows
         share = _green_share(shot)
-        assert share > 0.5, (f"the page's green is on {share:.0%} of the screen after ready "
-                             f"({time.monotonic() - started:.1f} s): {report.last}")
+        assert share > 0.5, (
+            f"the page's green is on {share:.0%} of the screen after ready "
+            f"({time.monotonic() - started:.1f} s): {report.last}"
+        )
         pages = report.last["pages"]["pages"]
         assert any(p.get("ready") == "complete" and p.get("fcp") for p in pages), pages
         assert screen_problem(shot, report.last, report.last["pages"]) is None
@@ -185,17 +249,35 @@ def test_ready_returns_once_the_slow_page_is_on_screen(
 
 @pytest.mark.desktop
 def test_devtools_that_never_answer_are_unscored_setup_naming_the_wait(
-        desktop: Any, tmp_path: Any) -> None:
+    desktop: Any, tmp_path: Any
+) -> None:
     ctx = _context(desktop, tmp_path)
-    task = parse_task({"id": "no-cdp", "instruction": "x", "config": [
-        {"type": "launch", "parameters": {"command": [
-            "chromium", "--no-first-run", "--user-data-dir=/home/user/.chromium-ready",
-            "--remote-debugging-port=0", "about:blank"]}}],
-        "evaluator": {"func": "exact_match"}})
+    task = parse_task(
+        {
+            "id": "no-cdp",
+            "instruction": "x",
+            "config": [
+                {
+                    "type": "launch",
+                    "parameters": {
+                        "command": [
+                            "chromium",
+                            "--no-first-run",
+                            "--user-data-dir=/home/user/.chromium-ready",
+                            "--remote-debugging-port=0",
+                            "about:blank",
+                        ]
+                    },
+                }
+            ],
+            "evaluator": {"func": "exact_match"},
+        }
+    )
     try:
         run_setup(task.config, ctx)
-        with pytest.raises(AppNotReady, match="not ready for input after 25 s: "
-                                              "Chrome's DevTools do not answer"):
+        with pytest.raises(
+            AppNotReady, match="not ready for input after 25 s: Chrome's DevTools do not answer"
+        ):
             wait_until_ready(ctx.client, task, timeout=25)
     finally:
         ctx.client.close()
@@ -205,11 +287,30 @@ def test_devtools_that_never_answer_are_unscored_setup_naming_the_wait(
 def test_a_window_that_is_up_but_blank_is_waited_for(desktop: Any, tmp_path: Any) -> None:
     ctx = _context(desktop, tmp_path)
     late = "sleep 15; echo READY READY READY; sleep 600"  # the slowness under test
-    task = parse_task({"id": "blank-xterm", "instruction": "x", "config": [
-        {"type": "launch", "parameters": {"command": [
-            "xterm", "+sb", "-geometry", "80x24+100+100", "-e", "sh", "-c",
-            f"printf '\\033[?25l'; {late}"]}}],
-        "evaluator": {"func": "exact_match"}})
+    task = parse_task(
+        {
+            "id": "blank-xterm",
+            "instruction": "x",
+            "config": [
+                {
+                    "type": "launch",
+                    "parameters": {
+                        "command": [
+                            "xterm",
+                            "+sb",
+                            "-geometry",
+                            "80x24+100+100",
+                            "-e",
+                            "sh",
+                            "-c",
+                            f"printf '\\033[?25l'; {late}",
+                        ]
+                    },
+                }
+            ],
+            "evaluator": {"func": "exact_match"},
+        }
+    )
     assert expected_app(task).kind == "terminal"
     try:
         started = time.monotonic()
@@ -218,7 +319,9 @@ def test_a_window_that_is_up_but_blank_is_waited_for(desktop: Any, tmp_path: Any
         shot = screen_image(ctx.client.screenshot())
         x, y, w, h = report.last["geometry"]
         ink = ink_pixels(shot, (x, y, x + w, y + h), tuple(report.last["pointer"]))
-        assert ink > 100, (f"the xterm shows {ink} drawn pixels after ready "
-                           f"({time.monotonic() - started:.1f} s): {report.last}")
+        assert ink > 100, (
+            f"the xterm shows {ink} drawn pixels after ready "
+            f"({time.monotonic() - started:.1f} s): {report.last}"
+        )
     finally:
         ctx.client.close()

@@ -17,8 +17,8 @@ import pytest
 
 from computer_env.errors import EvaluatorInfraError, SetupError
 from computer_env.osworld import TaskContext, load_builtin_tasks
-from computer_env.osworld.prepare.setup import run_setup_in_process as run_setup
 from computer_env.osworld.catalog.assets import AssetServer, private_assets
+from computer_env.osworld.catalog.tasks import load_task_file, parse_task
 from computer_env.osworld.context import default_vars
 from computer_env.osworld.prepare.readiness import (
     AppExpectation,
@@ -28,8 +28,8 @@ from computer_env.osworld.prepare.readiness import (
     wait_until_ready,
     window_problem,
 )
+from computer_env.osworld.prepare.setup import run_setup_in_process as run_setup
 from computer_env.osworld.scoring.saves import evaluated_files, wait_for_saves
-from computer_env.osworld.catalog.tasks import load_task_file, parse_task
 from fixtures.cases.outcomes import classify
 from tests.harness.helpers.localdesk import local_desktop
 from tests.harness.helpers.suite import OSWORLD_DATA
@@ -64,15 +64,25 @@ def test_osworld_vlc_tasks_name_vlc_behind_their_env_assignment() -> None:
 
 def test_window_and_office_problems_say_what_is_missing() -> None:
     want = AppExpectation("libreoffice", ("libreoffice",), "roster.xlsx")
-    good = {"active": 5, "class": ["libreoffice", "libreoffice-calc"], "viewable": True,
-            "title": "roster.xlsx - LibreOffice Calc", "focused": True, "pong": True}
+    good = {
+        "active": 5,
+        "class": ["libreoffice", "libreoffice-calc"],
+        "viewable": True,
+        "title": "roster.xlsx - LibreOffice Calc",
+        "focused": True,
+        "pong": True,
+    }
     assert window_problem(want, good) is None
     assert "not the one" in window_problem(want, {**good, "title": "LibreOffice"})
     assert "focus" in window_problem(want, {**good, "focused": False})
     assert "busy" in window_problem(want, {**good, "pong": False})
     assert window_problem(want, {"active": 0}) == "no active window"
-    office = {"app": True, "frame": "roster.xlsx - LibreOffice Calc", "toolbars": 3,
-              "in_document": True}
+    office = {
+        "app": True,
+        "frame": "roster.xlsx - LibreOffice Calc",
+        "toolbars": 3,
+        "in_document": True,
+    }
     assert office_problem(office) is None
     assert "toolbars" in office_problem({**office, "toolbars": 0})
     assert "focus" in office_problem({**office, "in_document": False})
@@ -110,9 +120,17 @@ def _context(desktop: Any, assets: AssetServer, tmp_path: Path, task_id: str) ->
     client = DesktopClient.from_handle(handle)
     screen = client.screen_size()
     return TaskContext(
-        client=client, handle=handle, cache_dir=tmp_path, screen=screen, task_id=task_id,
-        vars=default_vars(screen, asset_url=f"http://127.0.0.1:{assets.port}",
-                          guest_asset_url=f"http://{handle.guest_host}:{assets.port}"))
+        client=client,
+        handle=handle,
+        cache_dir=tmp_path,
+        screen=screen,
+        task_id=task_id,
+        vars=default_vars(
+            screen,
+            asset_url=f"http://127.0.0.1:{assets.port}",
+            guest_asset_url=f"http://{handle.guest_host}:{assets.port}",
+        ),
+    )
 
 
 def _cell(data: bytes, ref: str) -> Any:
@@ -123,7 +141,8 @@ def _cell(data: bytes, ref: str) -> Any:
 
 @pytest.mark.desktop
 def test_calc_takes_the_first_key_press_and_the_save_is_waited_for(
-        desktop: Any, assets: AssetServer, tmp_path: Path) -> None:
+    desktop: Any, assets: AssetServer, tmp_path: Path
+) -> None:
     task = TASKS["calc-append-roster-row"]
     ctx = _context(desktop, assets, tmp_path, task.id)
     try:
@@ -145,7 +164,8 @@ def test_calc_takes_the_first_key_press_and_the_save_is_waited_for(
         probe = c.run_pyautogui(
             "from Xlib import display\n"
             "from computer_env.desktop.server.input.text_input import confirm_delivered\n"
-            "print(confirm_delivered(display.Display()))")
+            "print(confirm_delivered(display.Display()))"
+        )
         assert probe.output.strip().splitlines()[-1] == "True", probe
     finally:
         ctx.client.close()
@@ -153,7 +173,8 @@ def test_calc_takes_the_first_key_press_and_the_save_is_waited_for(
 
 @pytest.mark.desktop
 def test_the_office_probe_sees_the_focus_leave_the_document(
-        desktop: Any, assets: AssetServer, tmp_path: Path) -> None:
+    desktop: Any, assets: AssetServer, tmp_path: Path
+) -> None:
     """The probe's walk skips toolbars, buttons and boxes (they cannot hold the document):
     with the focus in Calc's Name Box (a combo box) the document is not ready for keys, and
     back in the sheet it is."""
@@ -181,10 +202,16 @@ def test_the_office_probe_sees_the_focus_leave_the_document(
 
 @pytest.mark.desktop
 def test_an_app_that_never_shows_is_unscored_setup_not_a_zero(
-        desktop: Any, assets: AssetServer, tmp_path: Path) -> None:
-    task = parse_task({"id": "never", "instruction": "x", "config": [
-        {"type": "open", "parameters": {"path": "/home/user/never-opened.xlsx"}}],
-        "evaluator": {"func": "exact_match"}})
+    desktop: Any, assets: AssetServer, tmp_path: Path
+) -> None:
+    task = parse_task(
+        {
+            "id": "never",
+            "instruction": "x",
+            "config": [{"type": "open", "parameters": {"path": "/home/user/never-opened.xlsx"}}],
+            "evaluator": {"func": "exact_match"},
+        }
+    )
     ctx = _context(desktop, assets, tmp_path, task.id)
     try:
         with pytest.raises(AppNotReady, match="not ready for input") as info:
@@ -196,13 +223,22 @@ def test_an_app_that_never_shows_is_unscored_setup_not_a_zero(
 
 
 def _reads(path: str) -> Any:
-    return parse_task({"id": "reads", "instruction": "x", "evaluator": {
-        "func": "compare_table", "result": {"type": "vm_file", "path": path, "dest": "r.xlsx"}}})
+    return parse_task(
+        {
+            "id": "reads",
+            "instruction": "x",
+            "evaluator": {
+                "func": "compare_table",
+                "result": {"type": "vm_file", "path": path, "dest": "r.xlsx"},
+            },
+        }
+    )
 
 
 @pytest.mark.desktop
 def test_a_broken_or_still_written_office_file_is_an_evaluator_infra_failure(
-        desktop: Any, assets: AssetServer, tmp_path: Path) -> None:
+    desktop: Any, assets: AssetServer, tmp_path: Path
+) -> None:
     ctx = _context(desktop, assets, tmp_path, "reads")
     c = ctx.client
     try:
@@ -210,9 +246,18 @@ def test_a_broken_or_still_written_office_file_is_an_evaluator_infra_failure(
         with pytest.raises(EvaluatorInfraError, match="cannot be parsed") as info:
             wait_for_saves(c, _reads("/home/user/half.xlsx"), quiet_s=0.5)
         assert classify(info.value)[0] == "evaluator"
-        c.upload_file("/home/user/busy.xlsx", (Path(__file__).parents[3] / "computer_env" /
-                                                "osworld" / "builtin" / "assets" / "calc" /
-                                                "roster.xlsx").read_bytes())
+        c.upload_file(
+            "/home/user/busy.xlsx",
+            (
+                Path(__file__).parents[3]
+                / "computer_env"
+                / "osworld"
+                / "builtin"
+                / "assets"
+                / "calc"
+                / "roster.xlsx"
+            ).read_bytes(),
+        )
         c.upload_file("/home/user/lu4711.tmp", b"")  # LibreOffice's save in progress
         with pytest.raises(EvaluatorInfraError, match="saves did not finish"):
             wait_for_saves(c, _reads("/home/user/busy.xlsx"), quiet_s=0.5, timeout=3)
@@ -226,16 +271,28 @@ def test_a_broken_or_still_written_office_file_is_an_evaluator_infra_failure(
 
 
 @pytest.mark.desktop
-def test_the_desktop_cannot_fetch_gold_files(desktop: Any, assets: AssetServer,
-                                             tmp_path: Path) -> None:
+def test_the_desktop_cannot_fetch_gold_files(
+    desktop: Any, assets: AssetServer, tmp_path: Path
+) -> None:
     import httpx
 
     ctx = _context(desktop, assets, tmp_path, "gold")
     base = f"http://{ctx.handle.guest_host}:{assets.port}"
 
     def status(path: str) -> str:
-        res = ctx.client.execute(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}",
-                                  "--noproxy", "*", f"{base}/{path}"])
+        res = ctx.client.execute(
+            [
+                "curl",
+                "-s",
+                "-o",
+                "/dev/null",
+                "-w",
+                "%{http_code}",
+                "--noproxy",
+                "*",
+                f"{base}/{path}",
+            ]
+        )
         return res.output.strip()
 
     try:

@@ -22,8 +22,10 @@ def _zip(members: dict[str, bytes]) -> bytes:
 
 
 def test_a_sound_document_passes() -> None:
-    check_zip(_zip({"[Content_Types].xml": b"<Types/>", "xl/workbook.xml": b"<workbook/>"}),
-              "/home/user/a.xlsx")
+    check_zip(
+        _zip({"[Content_Types].xml": b"<Types/>", "xl/workbook.xml": b"<workbook/>"}),
+        "/home/user/a.xlsx",
+    )
     assert INFLATED_LIMIT == 1 << 30
 
 
@@ -38,9 +40,9 @@ def test_parts_inflating_past_the_limit_are_refused_before_any_is_inflated() -> 
 def test_a_member_understating_its_size_fails_its_crc() -> None:
     data = bytearray(_zip({"xl/sheet.xml": b"<c>1</c>" * 4096}))
     directory = data.rfind(b"PK\x01\x02")  # the central directory's entry: uncompressed size
-    data[directory + 24:directory + 28] = (16).to_bytes(4, "little")
+    data[directory + 24 : directory + 28] = (16).to_bytes(4, "little")
     local = data.find(b"PK\x03\x04")
-    data[local + 22:local + 26] = (16).to_bytes(4, "little")
+    data[local + 22 : local + 26] = (16).to_bytes(4, "little")
     with pytest.raises(UnparsableResult):
         check_zip(bytes(data), "/home/user/a.xlsx")
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_osworld_evaluate import TEXT_EQ, cache, make_ctx, put, task
 
 from computer_env.errors import EvaluatorCrash, EvaluatorInfraError, InfraError, VMUnreachable
 from computer_env.osworld.errors import EvaluatorUnsupported, SetupUnsupported
@@ -25,7 +26,6 @@ from computer_env.osworld.scoring.process import ScorerFailed
 from computer_env.osworld.scoring.process import ScoringProcess as Scorer
 from fixtures.cases.outcomes import classify
 from tests.harness.helpers.polling import wait_for
-from test_osworld_evaluate import TEXT_EQ, cache, make_ctx, put, task
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[2]
@@ -44,22 +44,48 @@ def _job(name: str) -> str:
     return f"{JOBS}:{name}"
 
 
-@pytest.mark.parametrize("job,cls,message,attrs", [
-    ("unsupported", EvaluatorUnsupported, "metric 'compare_audio': needs librosa",
-     {"what": "metric 'compare_audio'", "reason": "needs librosa",
-      "name": "metric 'compare_audio'"}),
-    ("setup_unsupported", SetupUnsupported, "setup step 'googledrive': needs Google credentials",
-     {"step_type": "googledrive", "reason": "needs Google credentials"}),
-    ("crash_on_refused", EvaluatorCrash, "metric 'compare_table' failed (crash): refused",
-     {"detail": None}),
-    ("infra_with_detail", EvaluatorInfraError, "getter 'vm_file' failed (environment)",
-     {"detail": "port 5000"}),
-    ("unreachable", VMUnreachable, "the desktop server at http://10.0.0.2:5000 does not answer",
-     {}),
-])
+@pytest.mark.parametrize(
+    "job,cls,message,attrs",
+    [
+        (
+            "unsupported",
+            EvaluatorUnsupported,
+            "metric 'compare_audio': needs librosa",
+            {
+                "what": "metric 'compare_audio'",
+                "reason": "needs librosa",
+                "name": "metric 'compare_audio'",
+            },
+        ),
+        (
+            "setup_unsupported",
+            SetupUnsupported,
+            "setup step 'googledrive': needs Google credentials",
+            {"step_type": "googledrive", "reason": "needs Google credentials"},
+        ),
+        (
+            "crash_on_refused",
+            EvaluatorCrash,
+            "metric 'compare_table' failed (crash): refused",
+            {"detail": None},
+        ),
+        (
+            "infra_with_detail",
+            EvaluatorInfraError,
+            "getter 'vm_file' failed (environment)",
+            {"detail": "port 5000"},
+        ),
+        (
+            "unreachable",
+            VMUnreachable,
+            "the desktop server at http://10.0.0.2:5000 does not answer",
+            {},
+        ),
+    ],
+)
 def test_exceptions_cross_with_their_type_message_and_attributes(
-        scorer: Scorer, job: str, cls: type[Exception], message: str,
-        attrs: dict[str, Any]) -> None:
+    scorer: Scorer, job: str, cls: type[Exception], message: str, attrs: dict[str, Any]
+) -> None:
     with pytest.raises(Exception) as info:
         scorer.call(_job(job), job)
     exc = info.value
@@ -93,8 +119,9 @@ def test_an_exception_of_a_class_not_loaded_here_is_a_stand_in(scorer: Scorer) -
     assert JOBS not in sys.modules  # crossing did not import the job's module here
 
 
-def test_log_records_are_logged_again_here(scorer: Scorer,
-                                           caplog: pytest.LogCaptureFixture) -> None:
+def test_log_records_are_logged_again_here(
+    scorer: Scorer, caplog: pytest.LogCaptureFixture
+) -> None:
     caplog.set_level(logging.INFO)
     pid = scorer.call(_job("speak"), "speak", "hello")
     assert pid != os.getpid() and pid == scorer.pid
@@ -104,10 +131,14 @@ def test_log_records_are_logged_again_here(scorer: Scorer,
 
 
 def test_a_killed_scoring_process_is_an_environment_failure_then_a_fresh_one_runs(
-        scorer: Scorer) -> None:
+    scorer: Scorer,
+) -> None:
     first = scorer.call(_job("speak"), "speak", "before")
-    with pytest.raises(ScorerFailed, match=r"pid \d+\) was killed by SIGKILL .* during the "
-                       r"evaluation of calc/x") as info:
+    with pytest.raises(
+        ScorerFailed,
+        match=r"pid \d+\) was killed by SIGKILL .* during the "
+        r"evaluation of calc/x",
+    ) as info:
         scorer.call(_job("die"), "the evaluation of calc/x")
     assert isinstance(info.value, EvaluatorInfraError) and info.value.category == "scorer"
     assert classify(info.value) == ("scorer", str(info.value))
@@ -122,8 +153,10 @@ def test_a_hung_job_is_stopped_at_the_timeout(scorer: Scorer) -> None:
     with pytest.raises(ScorerFailed, match=r"hang did not finish within 1 s .*was stopped"):
         scorer.call(_job("hang"), "hang", timeout=1)
     assert scorer.pid is None
-    assert not Path(f"/proc/{hung}").exists() or \
-        Path(f"/proc/{hung}/status").read_text().count("zombie") == 1
+    assert (
+        not Path(f"/proc/{hung}").exists()
+        or Path(f"/proc/{hung}/status").read_text().count("zombie") == 1
+    )
 
 
 def test_the_scoring_process_is_replaced_after_its_jobs(scorer: Scorer) -> None:
@@ -146,17 +179,23 @@ def test_closing_while_a_replacement_warms_up_leaves_no_scoring_process(scorer: 
     scorer.tasks_per_process = 1
     scorer.call(_job("speak"), "speak", "0")  # replaced: the warm-up starts behind
     scorer.close()
-    wait_for(lambda: not any(t.name == "scorer-warm" for t in threading.enumerate()),
-             "the warm-up to end", timeout=60)
+    wait_for(
+        lambda: not any(t.name == "scorer-warm" for t in threading.enumerate()),
+        "the warm-up to end",
+        timeout=60,
+    )
     assert scorer.pid is None
 
 
 # ---------------------------------------------- the same scores and exceptions as in-process
 
+
 def _unreachable_vm_file() -> dict[str, Any]:
-    return {"func": "compare_text_file", "result": {"type": "vm_file", "path": "/tmp/o.txt",
-                                                    "dest": "o.txt"},
-            "expected": cache("gold.txt")}
+    return {
+        "func": "compare_text_file",
+        "result": {"type": "vm_file", "path": "/tmp/o.txt", "dest": "o.txt"},
+        "expected": cache("gold.txt"),
+    }
 
 
 EVALUATORS: dict[str, tuple[dict[str, Any], list[str], dict[str, str]]] = {
@@ -164,15 +203,28 @@ EVALUATORS: dict[str, tuple[dict[str, Any], list[str], dict[str, str]]] = {
     "different": (TEXT_EQ, [], {"out.txt": "a\nc\n", "gold.txt": "a\nb\n"}),
     "no result file": (TEXT_EQ, [], {"gold.txt": "a\n"}),
     "no expected file": (TEXT_EQ, [], {"out.txt": "a\n"}),
-    "list, conj or": ({"func": ["compare_text_file", "compare_text_file"], "conj": "or",
-                       "result": [cache("out.txt"), cache("out.txt")],
-                       "expected": [cache("gold.txt"), cache("out.txt")]}, [],
-                      {"out.txt": "x", "gold.txt": "y"}),
+    "list, conj or": (
+        {
+            "func": ["compare_text_file", "compare_text_file"],
+            "conj": "or",
+            "result": [cache("out.txt"), cache("out.txt")],
+            "expected": [cache("gold.txt"), cache("out.txt")],
+        },
+        [],
+        {"out.txt": "x", "gold.txt": "y"},
+    ),
     "infeasible answered": ({"func": "infeasible"}, ["FAIL"], {}),
     "feasible answered FAIL": (TEXT_EQ, ["FAIL"], {"out.txt": "a", "gold.txt": "a"}),
     "unknown metric": ({"func": "no_such_metric", "result": cache("out.txt")}, [], {}),
-    "unknown getter": ({"func": "compare_text_file", "result": {"type": "no_such_getter"},
-                        "expected": cache("gold.txt")}, [], {}),
+    "unknown getter": (
+        {
+            "func": "compare_text_file",
+            "result": {"type": "no_such_getter"},
+            "expected": cache("gold.txt"),
+        },
+        [],
+        {},
+    ),
     "unreachable desktop": (_unreachable_vm_file(), [], {"gold.txt": "a"}),
 }
 
@@ -181,15 +233,20 @@ def _outcome(run: Callable[[], Any]) -> tuple[Any, ...]:
     try:
         data = run().model_dump()
     except Exception as exc:  # noqa: BLE001 - compared below
-        return ("raised", type(exc), str(exc),
-                {k: v for k, v in vars(exc).items() if k != "__notes__"})
+        return (
+            "raised",
+            type(exc),
+            str(exc),
+            {k: v for k, v in vars(exc).items() if k != "__notes__"},
+        )
     data.pop("seconds")
     return ("scored", data)
 
 
 @pytest.mark.parametrize("name", list(EVALUATORS))
-def test_the_same_score_or_exception_as_in_the_worker(scorer: Scorer, tmp_path: Path,
-                                                      name: str) -> None:
+def test_the_same_score_or_exception_as_in_the_worker(
+    scorer: Scorer, tmp_path: Path, name: str
+) -> None:
     spec, history, files = EVALUATORS[name]
     ctx = make_ctx(tmp_path, history=history)
     for file, text in files.items():
@@ -238,9 +295,14 @@ def test_the_worker_scores_a_spreadsheet_without_importing_osworlds_code(tmp_pat
         book = openpyxl.Workbook()
         book.active.append(["total", value])
         book.save(tmp_path / name)
-    proc = subprocess.run([sys.executable, "-c", SCRIPT, str(tmp_path)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "PYTHONPATH": f"{HERE}:{ROOT}"})
+    proc = subprocess.run(
+        [sys.executable, "-c", SCRIPT, str(tmp_path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": f"{HERE}:{ROOT}"},
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert out["score"] == 0.0  # 41 is not 42: OSWorld's compare_table ran (in the scorer)
@@ -257,9 +319,17 @@ def test_a_suite_worker_plays_a_spreadsheet_task_without_osworlds_code(tmp_path:
     calc = builtin_smoke()["libreoffice_calc"][:1]
     probe = tmp_path / "probe"
     probe.mkdir()
-    run = run_suite(tmp_path, "scorer", "-n", "1", "-p", "tests.harness.helpers.scorer_probe",
-                    "--task-list", str(task_list_file(tmp_path, {"libreoffice_calc": calc})),
-                    env={"PYTHONPATH": f"{HERE}:{ROOT}", "SCORER_PROBE_DIR": str(probe)})
+    run = run_suite(
+        tmp_path,
+        "scorer",
+        "-n",
+        "1",
+        "-p",
+        "tests.harness.helpers.scorer_probe",
+        "--task-list",
+        str(task_list_file(tmp_path, {"libreoffice_calc": calc})),
+        env={"PYTHONPATH": f"{HERE}:{ROOT}", "SCORER_PROBE_DIR": str(probe)},
+    )
     assert run.rc == 0, run.output[-3000:]
     (result,) = run.results().values()
     assert result["outcome"] == "passed" and result["score"] == 1.0
@@ -272,15 +342,23 @@ def test_support_check_without_a_desktop_runs_in_the_scoring_process(scorer: Sco
     an unknown metric is refused there, with its type, and a known one imports its module there,
     never in the worker."""
     with pytest.raises(EvaluatorUnsupported, match="no_such_metric") as info:
-        scorer.ensure_supported(task({"func": "no_such_metric", "result": cache("out.txt"),
-                                      "expected": cache("gold.txt")}))
+        scorer.ensure_supported(
+            task(
+                {
+                    "func": "no_such_metric",
+                    "result": cache("out.txt"),
+                    "expected": cache("gold.txt"),
+                }
+            )
+        )
     assert any("scoring process" in note for note in info.value.__notes__)  # raised there
     scorer.ensure_supported(task(TEXT_EQ))  # compare_text_file: known, nothing raised
     assert scorer.pid is not None
 
 
-def test_an_evaluation_computing_past_its_limit_is_the_agents_a_waiting_one_the_environments(
-        ) -> None:
+def test_an_evaluation_computing_past_its_limit_is_the_agents_a_waiting_one_the_environments() -> (
+    None
+):
     """A job that reads what the agent left and keeps the scoring process on the CPU past its
     limit (a pure-Python parser on a result inflated to gigabytes: found by ``--audit``'s
     ``result-bomb``, which made it unscored) is an EvaluatorTimedOut, an evaluator crash the

@@ -36,7 +36,8 @@ def scorer(monkeypatch: pytest.MonkeyPatch) -> Iterator[Scorer]:
 
 
 def test_a_fault_in_c_reading_the_agents_state_is_an_abort_elsewhere_the_environments(
-        scorer: Scorer) -> None:
+    scorer: Scorer,
+) -> None:
     with pytest.raises(EvaluatorAborted, match="killed by SIGABRT") as info:
         scorer.call(f"{JOBS}:abort", "the evaluation", reads_agent_state=True)
     assert info.value.signal_name == "SIGABRT"
@@ -56,36 +57,58 @@ def test_the_budget_scales_with_the_expected_file_and_spares_alike_sizes(tmp_pat
     assert budget_s(str(small), str(tmp_path / "none")) is None
 
 
-def test_a_metric_on_a_far_larger_result_is_stopped_at_its_budget(scorer: Scorer,
-                                                                   tmp_path: Path) -> None:
+def test_a_metric_on_a_far_larger_result_is_stopped_at_its_budget(
+    scorer: Scorer, tmp_path: Path
+) -> None:
     result, expected = tmp_path / "result.xml", tmp_path / "expected.xml"
     result.write_bytes(b"<r>" + b"x" * (16 << 20) + b"</r>")
     expected.write_bytes(b"<r>x</r>")
-    assert scorer.call(f"{JOBS}:spin_on", "the evaluation", str(expected),
-                       str(expected), reads_agent_state=True) == "no budget"
+    assert (
+        scorer.call(
+            f"{JOBS}:spin_on",
+            "the evaluation",
+            str(expected),
+            str(expected),
+            reads_agent_state=True,
+        )
+        == "no budget"
+    )
     t0 = time.monotonic()
     with pytest.raises(EvaluatorTimedOut, match="CPU budget"):
-        scorer.call(f"{JOBS}:spin_on", "the evaluation", str(result), str(expected),
-                    reads_agent_state=True)
+        scorer.call(
+            f"{JOBS}:spin_on", "the evaluation", str(result), str(expected), reads_agent_state=True
+        )
     assert time.monotonic() - t0 < 20  # its budget (1 s here), not the scorer's 60 s
-    assert scorer.call(f"{JOBS}:spin_on", "after", str(expected),
-                       str(expected)) == "no budget"  # a fresh process, no limit left
+    assert (
+        scorer.call(f"{JOBS}:spin_on", "after", str(expected), str(expected)) == "no budget"
+    )  # a fresh process, no limit left
 
 
-
-
-@pytest.mark.parametrize("mode, outcome", [("CHAOS_EVAL_ABORT", "failed"),
-                                           ("CHAOS_EVAL_ABORT_ALWAYS", "error")],
-                         ids=["clean-on-initial-state", "aborts-there-too"])
+@pytest.mark.parametrize(
+    "mode, outcome",
+    [("CHAOS_EVAL_ABORT", "failed"), ("CHAOS_EVAL_ABORT_ALWAYS", "error")],
+    ids=["clean-on-initial-state", "aborts-there-too"],
+)
 @pytest.mark.desktop
-@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("bwrap"),
-                    reason="the local sandbox needs root and bubblewrap")
+@pytest.mark.skipif(
+    os.geteuid() != 0 or not shutil.which("bwrap"),
+    reason="the local sandbox needs root and bubblewrap",
+)
 def test_an_abort_on_the_agents_state_is_its_zero_only_when_the_initial_state_scores_cleanly(
-        tmp_path: Path, mode: str, outcome: str) -> None:
+    tmp_path: Path, mode: str, outcome: str
+) -> None:
     task = "os-create-report-file"
-    run = run_suite(tmp_path, "abort", "--task-list",
-                    str(task_list_file(tmp_path, {"os": [task]})), "-n0", *CHAOS,
-                    "--infra-rerun-delay", "0", env={"PYTHONPATH": HARNESS, mode: task})
+    run = run_suite(
+        tmp_path,
+        "abort",
+        "--task-list",
+        str(task_list_file(tmp_path, {"os": [task]})),
+        "-n0",
+        *CHAOS,
+        "--infra-rerun-delay",
+        "0",
+        env={"PYTHONPATH": HARNESS, mode: task},
+    )
     (r,) = run.results().values()
     if outcome == "failed":  # the control ran cleanly: the agent's 0, at the first attempt
         assert (r["outcome"], r["score"], r["attempts"]) == ("failed", 0.0, 1), r["message"]

@@ -19,9 +19,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from test_osworld_evaluate import cache, make_ctx, task
 
-from tests.harness.helpers.audit_suite import audit_run
 from computer_env.errors import ConfigurationError, EvaluatorCrash, EvaluatorOutOfMemory
+from computer_env.osworld.catalog.tasks import Task
+from computer_env.osworld.context import TaskContext
 from computer_env.osworld.scoring.process import (
     MEMORY_CAP_ENV,
     MIN_CAP_MIB,
@@ -29,10 +31,8 @@ from computer_env.osworld.scoring.process import (
     memory_cap,
 )
 from computer_env.osworld.scoring.process import ScoringProcess as Scorer
-from computer_env.osworld.context import TaskContext
-from computer_env.osworld.catalog.tasks import Task
 from fixtures.cases.outcomes import classify
-from test_osworld_evaluate import cache, make_ctx, task
+from tests.harness.helpers.audit_suite import audit_run
 from tests.harness.helpers.tiers import E2E, needs
 
 CAP_MIB = 1024
@@ -67,14 +67,16 @@ def write_inflating_xlsx(path: Path, xml_mib: int = 200) -> None:
             'relationships+xml"/><Default Extension="xml" ContentType="application/xml"/>'
             f'<Override PartName="/xl/workbook.xml" ContentType="{ooxml}.sheet.main+xml"/>'
             '<Override PartName="/xl/worksheets/sheet1.xml" '
-            f'ContentType="{ooxml}.worksheet+xml"/></Types>'),
+            f'ContentType="{ooxml}.worksheet+xml"/></Types>'
+        ),
         "_rels/.rels": f'<Relationships xmlns="{pkg}"><Relationship Id="rId1" Type="{rel}/'
-                       'officeDocument" Target="xl/workbook.xml"/></Relationships>',
+        'officeDocument" Target="xl/workbook.xml"/></Relationships>',
         "xl/workbook.xml": f'<workbook xmlns="{ns}" xmlns:r="{rel}"><sheets><sheet name="S" '
-                           'sheetId="1" r:id="rId1"/></sheets></workbook>',
+        'sheetId="1" r:id="rId1"/></sheets></workbook>',
         "xl/_rels/workbook.xml.rels": f'<Relationships xmlns="{pkg}"><Relationship Id="rId1" '
-                                      f'Type="{rel}/worksheet" Target="worksheets/sheet1.xml"/>'
-                                      '</Relationships>'}
+        f'Type="{rel}/worksheet" Target="worksheets/sheet1.xml"/>'
+        "</Relationships>",
+    }
     rows = (("<row>" + "<c><v>1</v></c>" * 16 + "</row>") * 4000).encode()
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
         for name, text in small.items():
@@ -92,17 +94,29 @@ def _bomb_task(tmp_path: Path) -> tuple[Task, TaskContext]:
     small = ctx.task_cache_dir / "gold.xlsx"
     with zipfile.ZipFile(ctx.task_cache_dir / "out.xlsx") as z, zipfile.ZipFile(small, "w") as g:
         for name in z.namelist():
-            g.writestr(name, z.read(name) if "sheet1" not in name else
-                       b'<worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/'
-                       b'main"><sheetData><row><c><v>1</v></c></row></sheetData></worksheet>')
-    t = task({"func": "compare_table", "result": cache("out.xlsx"), "expected": cache("gold.xlsx"),
-              "options": {"rules": [{"type": "sheet_data", "sheet_idx0": "RI0",
-                                     "sheet_idx1": "EI0"}]}})
+            g.writestr(
+                name,
+                z.read(name)
+                if "sheet1" not in name
+                else b'<worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/'
+                b'main"><sheetData><row><c><v>1</v></c></row></sheetData></worksheet>',
+            )
+    t = task(
+        {
+            "func": "compare_table",
+            "result": cache("out.xlsx"),
+            "expected": cache("gold.xlsx"),
+            "options": {
+                "rules": [{"type": "sheet_data", "sheet_idx0": "RI0", "sheet_idx1": "EI0"}]
+            },
+        }
+    )
     return t, ctx
 
 
 def test_an_evaluation_past_the_cap_is_the_agents_crash_and_the_process_is_replaced(
-        scorer: Scorer, tmp_path: Path) -> None:
+    scorer: Scorer, tmp_path: Path
+) -> None:
     t, ctx = _bomb_task(tmp_path)
     first = scorer.call(_job("limits"), "limits")
     assert first == (CAP_MIB << 20, "1")  # RLIMIT_DATA set in the child; BLAS on one thread
@@ -121,13 +135,15 @@ def test_an_evaluation_past_the_cap_is_the_agents_crash_and_the_process_is_repla
 
 @pytest.mark.parametrize("swallow", [False, True], ids=["raised", "swallowed"])
 def test_a_job_past_the_cap_outside_evaluation_is_an_environment_failure(
-        scorer: Scorer, swallow: bool) -> None:
+    scorer: Scorer, swallow: bool
+) -> None:
     with pytest.raises(ScorerFailed) as info:
         scorer.call(_job("hog"), "the config setup of calc/x", swallow=swallow)
     text = str(info.value)
     why = "reached" if swallow else r"ran out of memory (MemoryError)"
-    assert why in text and f"memory cap of {CAP_MIB} MiB during the config setup of calc/x" \
-        in text, text
+    assert (
+        why in text and f"memory cap of {CAP_MIB} MiB during the config setup of calc/x" in text
+    ), text
     assert not isinstance(info.value, EvaluatorCrash)
     assert classify(info.value) == ("scorer", text)  # rerun, then unscored
     assert scorer.pid is None
@@ -135,7 +151,8 @@ def test_a_job_past_the_cap_outside_evaluation_is_an_environment_failure(
 
 
 def test_a_scoring_process_killed_during_an_evaluation_stays_an_environment_failure(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     """The host's OOM killer (here: a SIGKILL once the process grows past 400 MiB) is not the
     cap: ``ScorerFailed``, unscored."""
     t, ctx = _bomb_task(tmp_path)
@@ -160,8 +177,11 @@ def test_a_scoring_process_killed_during_an_evaluation_stays_an_environment_fail
 
         killer = threading.Thread(target=oom_killer)
         killer.start()
-        with pytest.raises(ScorerFailed, match=r"was killed by SIGKILL .* during the evaluation "
-                                               r"of demo/t1") as info:
+        with pytest.raises(
+            ScorerFailed,
+            match=r"was killed by SIGKILL .* during the evaluation "
+            r"of demo/t1",
+        ) as info:
             scorer.evaluate(t, ctx)
         killer.join()
         assert not isinstance(info.value, EvaluatorCrash)
@@ -170,7 +190,8 @@ def test_a_scoring_process_killed_during_an_evaluation_stays_an_environment_fail
 
 
 def test_the_cap_defaults_within_the_host_and_is_overridable(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.delenv(MEMORY_CAP_ENV, raising=False)
     host = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") >> 20
     default = memory_cap()
@@ -190,26 +211,36 @@ def test_the_cap_defaults_within_the_host_and_is_overridable(
 
 
 @pytest.mark.desktop
-@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("bwrap"),
-                    reason="the local sandbox needs root and bubblewrap")
+@pytest.mark.skipif(
+    os.geteuid() != 0 or not shutil.which("bwrap"),
+    reason="the local sandbox needs root and bubblewrap",
+)
 def test_a_result_bomb_on_a_calc_task_is_the_agents_zero_not_unscored(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Audit finding, fixed: an xlsx rewritten as a zip bomb (a valid document whose sheet
     inflates to GBs) made OSWorld's compare_table exhaust the host's memory; the scoring process
     was killed and the case unscored (a dodged 0). Now it is the agent's 0 before any reader
     runs: the result check refuses parts inflating past 1 GiB (``result_unreadable``); the
     memory cap stays the backstop for a bomb no zip check sees (the jobs above)."""
     monkeypatch.setenv(MEMORY_CAP_ENV, str(CAP_MIB))  # the suite's workers inherit it
-    audit = audit_run(tmp_path, ["do-nothing", "result-bomb"],
-                      tasks={"libreoffice_calc": ["calc-total-expenses"]})
+    audit = audit_run(
+        tmp_path, ["do-nothing", "result-bomb"], tasks={"libreoffice_calc": ["calc-total-expenses"]}
+    )
     out = audit.run.output
     assert audit.harness_flaws() == [], (audit.harness_flaws(), out[-4000:])
     results = audit.results()
     bomb = results[("libreoffice_calc/calc-total-expenses", "result-bomb")]
-    assert (bomb["outcome"], bomb["score"], bomb["failure_category"]) == \
-        ("failed", 0.0, "result_unreadable"), bomb["message"]
+    assert (bomb["outcome"], bomb["score"], bomb["failure_category"]) == (
+        "failed",
+        0.0,
+        "result_unreadable",
+    ), bomb["message"]
     assert "/home/user/expenses.xlsx" in bomb["message"] and "inflate to" in bomb["message"]
     honest = results[("libreoffice_calc/calc-total-expenses", "do-nothing")]
-    assert (honest["outcome"], honest["score"], honest["failure_category"]) == \
-        ("failed", 0.0, None), honest["message"]  # an honest evaluation runs under the cap
+    assert (honest["outcome"], honest["score"], honest["failure_category"]) == (
+        "failed",
+        0.0,
+        None,
+    ), honest["message"]  # an honest evaluation runs under the cap
     assert audit.run.rc == 0, out[-3000:]

@@ -19,8 +19,10 @@ from tests.harness.helpers.polling import scaled, wait_for
 
 pytestmark = [
     pytest.mark.desktop,
-    pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("bwrap"),
-                       reason="the local sandbox needs root and bubblewrap"),
+    pytest.mark.skipif(
+        os.geteuid() != 0 or not shutil.which("bwrap"),
+        reason="the local sandbox needs root and bubblewrap",
+    ),
 ]
 
 
@@ -50,8 +52,19 @@ def test_still_screen_settles_in_milliseconds(client: DesktopClient) -> None:
 
 
 def test_drawing_screen_is_waited_for_up_to_the_cap(client: DesktopClient) -> None:
-    client.launch(["xterm", "-T", "busy-term", "-geometry", "80x20+0+0", "-e", "bash", "-c",
-                   "while true; do date +%N; sleep 0.05; done"])
+    client.launch(
+        [
+            "xterm",
+            "-T",
+            "busy-term",
+            "-geometry",
+            "80x20+0+0",
+            "-e",
+            "bash",
+            "-c",
+            "while true; do date +%N; sleep 0.05; done",
+        ]
+    )
     wait_for(lambda: "busy-term" in _windows(client), "the busy xterm")
     try:
         answer = client.settle(quiet_s=0.1, max_quiet_s=0.5, cap_s=1.0)
@@ -114,8 +127,19 @@ def test_a_command_that_draws_nothing_costs_only_the_grace(client: DesktopClient
 def test_a_screen_drawing_in_bursts_is_not_taken_as_still(client: DesktopClient) -> None:
     """Drawing every ~0.15 s: each pause is longer than ``quiet_s`` (0.1) but the screen is
     busy; the pauses seen before set the quiet needed (up to ``max_quiet_s``)."""
-    client.launch(["xterm", "-T", "burst-term", "-geometry", "80x20+0+0", "-e", "bash", "-c",
-                   "while true; do date +%N; sleep 0.15; done"])
+    client.launch(
+        [
+            "xterm",
+            "-T",
+            "burst-term",
+            "-geometry",
+            "80x20+0+0",
+            "-e",
+            "bash",
+            "-c",
+            "while true; do date +%N; sleep 0.15; done",
+        ]
+    )
     wait_for(lambda: "burst-term" in _windows(client), "the bursting xterm")
     try:
         client.settle(quiet_s=0.5, cap_s=0.8)  # a few of its bursts (the quiet is never seen)
@@ -130,8 +154,25 @@ def test_a_screen_drawing_in_bursts_is_not_taken_as_still(client: DesktopClient)
 
 def test_a_blinking_caret_does_not_keep_the_screen_busy(client: DesktopClient) -> None:
     """An xterm with a blinking cursor (every 0.25 s) and nothing else: still, up to the caret."""
-    client.launch(["xterm", "-T", "caret-term", "-geometry", "40x10+0+0", "-bc", "-bcn", "250",
-                   "-bcf", "250", "-e", "bash", "--norc", "-c", "read"])
+    client.launch(
+        [
+            "xterm",
+            "-T",
+            "caret-term",
+            "-geometry",
+            "40x10+0+0",
+            "-bc",
+            "-bcn",
+            "250",
+            "-bcf",
+            "250",
+            "-e",
+            "bash",
+            "--norc",
+            "-c",
+            "read",
+        ]
+    )
     wait_for(lambda: "caret-term" in _windows(client), "the xterm with a blinking cursor")
     try:
         client.settle(quiet_s=0.3, cap_s=5.0)  # its first drawing

@@ -18,13 +18,15 @@ import pytest
 
 from computer_env.desktop.client import DesktopClient
 from computer_env.desktop.server.screen import appcpu
-from computer_env.osworld.prepare import settle as settling
 from computer_env.osworld import wait_until_settled
+from computer_env.osworld.prepare import settle as settling
 from tests.harness.helpers.localdesk import local_desktop
 from tests.harness.helpers.polling import scaled, wait_for
 
-needs_sandbox = pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("bwrap"),
-                                   reason="the local sandbox needs root and bubblewrap")
+needs_sandbox = pytest.mark.skipif(
+    os.geteuid() != 0 or not shutil.which("bwrap"),
+    reason="the local sandbox needs root and bubblewrap",
+)
 LO_CONFIG = "/home/user/.config/libreoffice/4/user/registrymodifications.xcu"
 SETTLE = (0.3, 3.0)  # OSWorldComputerEnv's (quiet_s, cap_s)
 
@@ -72,10 +74,16 @@ def _cells(client: DesktopClient, path: str, *names: str) -> tuple[object, ...] 
 @contextmanager
 def _calc(client: DesktopClient, name: str) -> Iterator[str]:
     """A fresh .xlsx open in LibreOffice Calc with the keep-format question on; its path."""
-    client.execute(["sed", "-i", "s|<prop oor:name=\"WarnAlienFormat\" oor:op=\"fuse\"><value>"
-                    "false|<prop oor:name=\"WarnAlienFormat\" oor:op=\"fuse\"><value>true|",
-                    LO_CONFIG])
-    assert b"WarnAlienFormat\" oor:op=\"fuse\"><value>true" in (client.read_file(LO_CONFIG) or b"")
+    client.execute(
+        [
+            "sed",
+            "-i",
+            's|<prop oor:name="WarnAlienFormat" oor:op="fuse"><value>'
+            'false|<prop oor:name="WarnAlienFormat" oor:op="fuse"><value>true|',
+            LO_CONFIG,
+        ]
+    )
+    assert b'WarnAlienFormat" oor:op="fuse"><value>true' in (client.read_file(LO_CONFIG) or b"")
     path = f"/home/user/{name}"
     client.upload_file(path, _sheet_bytes())
     client.launch(["libreoffice", "--calc", path])
@@ -125,8 +133,11 @@ def test_keys_wait_for_libreoffice_to_move_the_focus(client: DesktopClient) -> N
         _act(client, "pyautogui.press('enter')", text="Total")
         _act(client, "pyautogui.hotkey('ctrl', 's')")
         _act(client, "pyautogui.press('enter')")  # keep xlsx
-        wait_for(lambda: _cells(client, path, "A1", "A7") == (1, "Total"),
-                 "names.xlsx saved with A7 = Total and A1 untouched", 20)
+        wait_for(
+            lambda: _cells(client, path, "A1", "A7") == (1, "Total"),
+            "names.xlsx saved with A7 = Total and A1 untouched",
+            20,
+        )
 
 
 @pytest.mark.desktop
@@ -142,9 +153,13 @@ def test_still_screen_settles_in_milliseconds(client: DesktopClient) -> None:
         server, total = [], []
         for _ in range(5):
             t0 = time.monotonic()
-            answer = client.settle(quiet_s=settling.STILL_S, max_quiet_s=0.3, cap_s=3.0,
-                                   cpu_quiet_s=settling.APP_IDLE_S,
-                                   map_quiet_s=settling.WINDOW_S)
+            answer = client.settle(
+                quiet_s=settling.STILL_S,
+                max_quiet_s=0.3,
+                cap_s=3.0,
+                cpu_quiet_s=settling.APP_IDLE_S,
+                map_quiet_s=settling.WINDOW_S,
+            )
             assert answer is not None and not answer["capped"]
             server.append(answer["waited_s"])
             total.append(wait_until_settled(client, quiet_s=0.3, cap_s=3.0))
@@ -160,9 +175,20 @@ def test_still_screen_settles_in_milliseconds(client: DesktopClient) -> None:
 def test_an_app_working_without_drawing_is_waited_for(client: DesktopClient) -> None:
     """A terminal whose command computes for 1 s and prints only then: the screen is still
     meanwhile, the CPU time says the app is not done."""
-    client.launch(["xterm", "-T", "work-term", "-geometry", "60x10+0+0", "-e", "bash", "-c",
-                   "read; python3 -c 'import time; t = time.time()\nwhile time.time() - t < 1.0:"
-                   " pass\nprint(\"done\")'; read"])
+    client.launch(
+        [
+            "xterm",
+            "-T",
+            "work-term",
+            "-geometry",
+            "60x10+0+0",
+            "-e",
+            "bash",
+            "-c",
+            "read; python3 -c 'import time; t = time.time()\nwhile time.time() - t < 1.0:"
+            ' pass\nprint("done")\'; read',
+        ]
+    )
     wait_for(lambda: "work-term" in _windows(client), "the xterm")
     try:
         wait_until_settled(client, quiet_s=0.3, cap_s=5.0)
@@ -178,9 +204,15 @@ def test_an_app_working_without_drawing_is_waited_for(client: DesktopClient) -> 
 def test_cpu_samples_tell_working_from_sleeping() -> None:
     """Real processes: one spinning, one asleep, and the spinner's child counted with it."""
     spin = "import time\nt = time.time()\nwhile time.time() - t < 5: pass"
-    parent = subprocess.Popen([sys.executable, "-c", "import subprocess, sys, time; "
-                               f"subprocess.Popen([sys.executable, '-c', {spin!r}]); "
-                               "time.sleep(5)"])
+    parent = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import subprocess, sys, time; "
+            f"subprocess.Popen([sys.executable, '-c', {spin!r}]); "
+            "time.sleep(5)",
+        ]
+    )
     sleeper = subprocess.Popen(["sleep", "5"])
     try:
         wait_for(lambda: len(appcpu.process_tree(parent.pid)) == 2, "the spinning child")

@@ -14,7 +14,7 @@ from computer_env.osworld.upstream.loader import upstream_available
 
 pytestmark = pytest.mark.skipif(not upstream_available(), reason="desktop_env is not installed")
 
-PROBE = r'''
+PROBE = r"""
 import json, sys
 from computer_env.osworld.upstream import loader as u
 def loaded(*names):
@@ -33,16 +33,20 @@ out["full"] = [full.compare_table.__module__, full.check_include_exclude is fn,
                hasattr(full, "utils"), callable(getattr(full, "infeasible", None))]
 out["after_full"] = u.upstream_metric("compare_table") is full.compare_table
 print(json.dumps(out))
-'''
+"""
 
 
 def test_only_the_needed_parts_are_imported() -> None:
-    proc = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True,
-                          timeout=300, check=True)
+    proc = subprocess.run(
+        [sys.executable, "-c", PROBE], capture_output=True, text=True, timeout=300, check=True
+    )
     out = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert out["setup"] == {"pandas": False, "desktop_env.evaluators.metrics.table": False,
-                            "desktop_env.evaluators.metrics.chrome": False,
-                            "desktop_env.evaluators.metrics.utils": True}
+    assert out["setup"] == {
+        "pandas": False,
+        "desktop_env.evaluators.metrics.table": False,
+        "desktop_env.evaluators.metrics.chrome": False,
+        "desktop_env.evaluators.metrics.utils": True,
+    }
     module, others = out["metric"]
     assert module == "desktop_env.evaluators.metrics.general" and not any(others.values())
     assert out["getter"] == "desktop_env.evaluators.getters.general"

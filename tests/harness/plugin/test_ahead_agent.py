@@ -21,8 +21,14 @@ def _run(tmp_path: Path, key: str, released: list[Any]) -> AheadRun:
     (case_dir / "trajectory.jsonl").write_text("{}\n")
     work = tmp_path / "work" / key
     work.mkdir(parents=True)
-    return AheadRun(key=key, case=None, attempt=Attempt(number=1), case_dir=case_dir,
-                    work_folder=work, release=released.append)
+    return AheadRun(
+        key=key,
+        case=None,
+        attempt=Attempt(number=1),
+        case_dir=case_dir,
+        work_folder=work,
+        release=released.append,
+    )
 
 
 def _turns(n: int, turned: threading.Event | None = None):  # type: ignore[no-untyped-def]
@@ -35,6 +41,7 @@ def _turns(n: int, turned: threading.Event | None = None):  # type: ignore[no-un
             threading.Event().wait(0.05)  # one "model turn"
             run.attempt.steps = i + 1
         return "played"
+
     return play
 
 
@@ -51,7 +58,8 @@ def test_the_case_takes_its_running_agent_over(tmp_path: Path) -> None:
 
 
 def test_another_case_first_stops_the_agent_at_its_next_turn_and_removes_its_files(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     agent, released = AheadAgent(), list[object]()
     run = _run(tmp_path, "case-2", released)
     turned = threading.Event()

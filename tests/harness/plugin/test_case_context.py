@@ -14,8 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.harness.helpers.audit_suite import audit_run
 from holo_agent.reference.exploits import model_name
+from tests.harness.helpers.audit_suite import audit_run
 
 CONFTEST = '''
 import dataclasses, json, os
@@ -68,7 +68,7 @@ def probe_case(request, worker_state):
     return CaseRunner(request, worker_state, Probe(request.param))
 '''
 
-PROBE = '''
+PROBE = """
 import pytest
 
 
@@ -76,25 +76,50 @@ import pytest
                          indirect=True)
 def test_probe(probe_case):
     probe_case.run()
-'''
+"""
 
 
-def test_a_new_benchmark_runs_through_the_protocol_with_a_frozen_context(tmp_path: Path
-                                                                         ) -> None:
+def test_a_new_benchmark_runs_through_the_protocol_with_a_frozen_context(tmp_path: Path) -> None:
     (tmp_path / "conftest.py").write_text(CONFTEST)
     (tmp_path / "test_probe.py").write_text(PROBE)
     seen_dir = tmp_path / "seen"
     seen_dir.mkdir()
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "test_probe.py", "-p", "fixtures.run.plugin", "-q",
-         "-n", "0", "-p", "no:randomly", "-p", "no:cacheprovider", "--rootdir", str(tmp_path),
-         "--results-dir", str(tmp_path / "res"), "--run", "probe", "--infra-reruns", "0",
-         "-rsxX"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=300, start_new_session=True,
-        env={**os.environ, "SEEN_DIR": str(seen_dir)})
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "test_probe.py",
+            "-p",
+            "fixtures.run.plugin",
+            "-q",
+            "-n",
+            "0",
+            "-p",
+            "no:randomly",
+            "-p",
+            "no:cacheprovider",
+            "--rootdir",
+            str(tmp_path),
+            "--results-dir",
+            str(tmp_path / "res"),
+            "--run",
+            "probe",
+            "--infra-reruns",
+            "0",
+            "-rsxX",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        start_new_session=True,
+        env={**os.environ, "SEEN_DIR": str(seen_dir)},
+    )
     out = proc.stdout + proc.stderr
-    assert "1 passed" in out and "1 failed" in out and "2 skipped" in out \
-        and "1 xfailed" in out, out[-3000:]
+    assert "1 passed" in out and "1 failed" in out and "2 skipped" in out and "1 xfailed" in out, (
+        out[-3000:]
+    )
     assert "no such thing here" in out and "infra: network" in out, out[-3000:]
     played = {p.stem: json.loads(p.read_text()) for p in seen_dir.glob("*.json")}
     assert sorted(played) == ["fail", "infra", "pass", "skip"]  # "unavailable" never played
@@ -104,11 +129,17 @@ def test_a_new_benchmark_runs_through_the_protocol_with_a_frozen_context(tmp_pat
         assert (seen["exploit"], seen["attempt"], seen["threshold"]) == (None, 1, 1.0), seen
         assert seen["events"] and seen["on_step"], seen
         assert not {"events", "work_id", "exploit"} & set(seen["worker_fields"]), seen
-    results = {p.parent.name: json.loads(p.read_text())
-               for p in (tmp_path / "res" / "probe").rglob("result.json")}
+    results = {
+        p.parent.name: json.loads(p.read_text())
+        for p in (tmp_path / "res" / "probe").rglob("result.json")
+    }
     outcomes = {case: r["outcome"] for case, r in results.items()}
-    assert outcomes == {"pass": "passed", "fail": "failed", "skip": "skipped",
-                        "infra": "unscored"}, outcomes
+    assert outcomes == {
+        "pass": "passed",
+        "fail": "failed",
+        "skip": "skipped",
+        "infra": "unscored",
+    }, outcomes
     assert "score 0.25 < threshold 1" in results["fail"]["message"]
     assert results["infra"]["infra_category"] == "network"
 
@@ -116,11 +147,23 @@ def test_a_new_benchmark_runs_through_the_protocol_with_a_frozen_context(tmp_pat
 def test_audit_plays_the_exploit_on_a_game(tmp_path: Path) -> None:
     """Under ``--audit`` a RealtimeGym case is played by the exploit's endpoint (the worker's
     exploit was only ever set for watched cases, so games played the reference player)."""
-    audit = audit_run(tmp_path, ["do-nothing", "input-flood"], "--games", "freeway",
-                      "--loads", "E", "--seeds", "0", target="tests/realtimegym", timeout=900)
+    audit = audit_run(
+        tmp_path,
+        ["do-nothing", "input-flood"],
+        "--games",
+        "freeway",
+        "--loads",
+        "E",
+        "--seeds",
+        "0",
+        target="tests/realtimegym",
+        timeout=900,
+    )
     results = audit.results()
-    assert set(results) == {("freeway/E/seed0", "do-nothing"),
-                            ("freeway/E/seed0", "input-flood")}, audit.run.output[-3000:]
+    assert set(results) == {
+        ("freeway/E/seed0", "do-nothing"),
+        ("freeway/E/seed0", "input-flood"),
+    }, audit.run.output[-3000:]
     for (_, exploit), r in results.items():
         assert r["versions"]["model"] == model_name(exploit), r["versions"]
         assert r["outcome"] != "unscored", r["message"]

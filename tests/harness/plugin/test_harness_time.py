@@ -8,15 +8,16 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+
 import pytest
 
 from computer_env.base import InputEvent, StepResult
-from fixtures.cases.records import harness_time
 from fixtures.cases.attempt import Attempt
+from fixtures.cases.records import harness_time
 from fixtures.cases.records.harness_time import HarnessTimes, case_times
+from fixtures.cases.records.results import TaskResult, read_result, write_result
 from fixtures.cases.records.run_time import summarize_harness
 from fixtures.report.report_html import summary_html
-from fixtures.cases.records.results import TaskResult, read_result, write_result
 from fixtures.report.summary import format_summary, summarize
 from holo_agent import HoloComputerAgent, StepRecord, TurnTimes
 from holo_agent.recorder import Recorder
@@ -27,10 +28,16 @@ from tests.harness.helpers.polling import scaled
 
 TASK = "Click OK twice, then say done."
 SOLUTION = [
-    {"note": None, "thought": "t", "tool_call": {"tool_name": "click", "element": "OK",
-                                                  "x": 500, "y": 500}},
-    {"note": None, "thought": "t", "tool_call": {"tool_name": "click", "element": "OK",
-                                                  "x": 510, "y": 500}},
+    {
+        "note": None,
+        "thought": "t",
+        "tool_call": {"tool_name": "click", "element": "OK", "x": 500, "y": 500},
+    },
+    {
+        "note": None,
+        "thought": "t",
+        "tool_call": {"tool_name": "click", "element": "OK", "x": 510, "y": 500},
+    },
     {"note": None, "thought": "t", "tool_call": {"tool_name": "answer", "content": "done"}},
 ]
 
@@ -49,8 +56,9 @@ def _run(tmp_path: Path) -> tuple[list[StepRecord], Attempt]:
     attempt = Attempt(number=1)
     recorder = Recorder(tmp_path)
     with ReferenceEndpoint({TASK: SOLUTION}) as ep:
-        agent = HoloComputerAgent(ep.url, "reference-policy", recorder=recorder,
-                                  on_step=attempt.observe_step)
+        agent = HoloComputerAgent(
+            ep.url, "reference-policy", recorder=recorder, on_step=attempt.observe_step
+        )
         traj = agent.run(SlowEnv(TASK, 1280, 800), max_steps=5)
     attempt.observe_trajectory(traj)
     return traj.steps, attempt
@@ -73,35 +81,62 @@ def test_every_turn_records_where_its_harness_time_went(tmp_path: Path) -> None:
     assert h is not None and h.turns == 3
     assert h.settle_s == pytest.approx(0.2 / 3, abs=1e-3)
     assert h.non_model_s == pytest.approx(
-        h.observe_s + h.action_s + h.settle_s + h.record_s, abs=1e-3)
+        h.observe_s + h.action_s + h.settle_s + h.record_s, abs=1e-3
+    )
     assert h.model_s > 0 and h.load_mean is not None and h.cores >= 1
 
 
 def _result(case: str, harness: HarnessTimes | None) -> TaskResult:
-    return TaskResult(benchmark="osworld", case_id=case, domain="os", task_id=case,
-                      outcome="passed", score=1.0, harness=harness)
+    return TaskResult(
+        benchmark="osworld",
+        case_id=case,
+        domain="os",
+        task_id=case,
+        outcome="passed",
+        score=1.0,
+        harness=harness,
+    )
 
 
 def test_result_json_keeps_its_own_section(tmp_path: Path) -> None:
     _, attempt = _run(tmp_path / "traj")
-    result = TaskResult(benchmark="osworld", case_id="os/a", domain="os", task_id="a",
-                        outcome="passed", score=1.0, **{
-                            k: v for k, v in attempt.result_fields().items()
-                            if k in ("harness", "timings", "steps")})
+    result = TaskResult(
+        benchmark="osworld",
+        case_id="os/a",
+        domain="os",
+        task_id="a",
+        outcome="passed",
+        score=1.0,
+        **{
+            k: v for k, v in attempt.result_fields().items() if k in ("harness", "timings", "steps")
+        },
+    )
     write_result(tmp_path, result)
     back = read_result(tmp_path)
     assert back is not None and back.harness == attempt.harness
 
 
 def _times(turns: int, settle: float, load: float) -> HarnessTimes:
-    return HarnessTimes(turns=turns, model_s=1.0, non_model_s=settle + 0.03, settle_s=settle,
-                        action_s=0.02, observe_s=0.01, record_s=0.0, cores=2,
-                        load_mean=load, load_max=load + 1)
+    return HarnessTimes(
+        turns=turns,
+        model_s=1.0,
+        non_model_s=settle + 0.03,
+        settle_s=settle,
+        action_s=0.02,
+        observe_s=0.01,
+        record_s=0.0,
+        cores=2,
+        load_mean=load,
+        load_max=load + 1,
+    )
 
 
 def test_summary_weights_cases_by_turns_and_says_so_in_every_view() -> None:
-    results = [_result("os/a", _times(3, 0.1, 1.0)), _result("os/b", _times(1, 0.5, 1.0)),
-               _result("os/c", None)]
+    results = [
+        _result("os/a", _times(3, 0.1, 1.0)),
+        _result("os/b", _times(1, 0.5, 1.0)),
+        _result("os/c", None),
+    ]
     summary = summarize(results, reference_policy=True)
     h = summary.harness
     assert h is not None and h.turns == 4 and h.cases == 2

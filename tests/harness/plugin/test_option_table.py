@@ -48,19 +48,29 @@ def _texts(d: Declared) -> list[str]:
     elif isinstance(default, (int, str)) and not isinstance(default, bool):
         texts.append(str(default))
     base = d.info.annotation
-    key = base if base in SAMPLE_TEXT else next(  # exact, else inside ``X | None``
-        (t for t in getattr(base, "__args__", ()) if t in SAMPLE_TEXT), None)
+    key = (
+        base
+        if base in SAMPLE_TEXT
+        else next(  # exact, else inside ``X | None``
+            (t for t in getattr(base, "__args__", ()) if t in SAMPLE_TEXT), None
+        )
+    )
     assert key is not None, f"{d.flag}: no sample text for {base}; add one to SAMPLE_TEXT"
     return [*texts, SAMPLE_TEXT[key]]
 
 
-PROFILE_FIELDS = [pytest.param(p, f, id=f"{p}:{f}") for p in PROFILES
-                  for f in Profile.model_fields if f not in IDENTITY]
+PROFILE_FIELDS = [
+    pytest.param(p, f, id=f"{p}:{f}")
+    for p in PROFILES
+    for f in Profile.model_fields
+    if f not in IDENTITY
+]
 
 
 @pytest.mark.parametrize(("profile", "field"), PROFILE_FIELDS)
 def test_every_profile_field_is_set_unless_an_explicit_option_beats_it(
-        profile: str, field: str, tmp_path: Path) -> None:
+    profile: str, field: str, tmp_path: Path
+) -> None:
     prof = PROFILES[profile]
     links = [d for d in FIELDS if d.profile is not None and d.profile.field == field]
     assert links, f"Profile.{field} sets nothing: annotate a settings field FromProfile({field!r})"
@@ -92,20 +102,30 @@ def test_the_reported_case_explicit_max_steps_100_with_os_helix() -> None:
 
 
 TWIN_SAMPLES: dict[str, tuple[str, str | None]] = {
-    "--osworld-root": ("/tmp/osworld-a", "/tmp/osworld-b"), "--provider": ("docker", "local"),
+    "--osworld-root": ("/tmp/osworld-a", "/tmp/osworld-b"),
+    "--provider": ("docker", "local"),
     "--vm-url": ("http://10.0.0.1:5000", "http://10.0.0.2:5000"),
-    "--desktop-memory": ("1G", "2G"), "--desktop-pids": ("200", "300"),
-    "--desktop-tmp": ("64M", "128M"), "--desktop-cpus": ("1.5", "0.5"),
-    "--base-url": ("http://a:8000/v1", "http://b:8000/v1"), "--model": ("m-a", "m-b"),
-    "--api-key": ("key-a", "key-b"), "--vm-proxy": ("http://127.0.0.1:3128",
-                                                    "http://127.0.0.1:9999"),
-    "--net-gate": ("1", None), "--results-dir": ("/tmp/results-a", "/tmp/results-b"),
-    "--judge-api-key": ("judge-a", "judge-b"), "--spare-desktop": ("on", "off"),
-    "--setup-ahead": ("off", "on"), "--score-behind": ("off", "on"),
-    "--ray-address": ("10.0.0.1:6379", "auto"), "--ray-desktop": ("docker", "local"),
-    "--ray-resource": ("osworld_vm", "desktop"), "--ray-resource-amount": ("2", "0.5"),
+    "--desktop-memory": ("1G", "2G"),
+    "--desktop-pids": ("200", "300"),
+    "--desktop-tmp": ("64M", "128M"),
+    "--desktop-cpus": ("1.5", "0.5"),
+    "--base-url": ("http://a:8000/v1", "http://b:8000/v1"),
+    "--model": ("m-a", "m-b"),
+    "--api-key": ("key-a", "key-b"),
+    "--vm-proxy": ("http://127.0.0.1:3128", "http://127.0.0.1:9999"),
+    "--net-gate": ("1", None),
+    "--results-dir": ("/tmp/results-a", "/tmp/results-b"),
+    "--judge-api-key": ("judge-a", "judge-b"),
+    "--spare-desktop": ("on", "off"),
+    "--setup-ahead": ("off", "on"),
+    "--score-behind": ("off", "on"),
+    "--ray-address": ("10.0.0.1:6379", "auto"),
+    "--ray-desktop": ("docker", "local"),
+    "--ray-resource": ("osworld_vm", "desktop"),
+    "--ray-resource-amount": ("2", "0.5"),
     "--ray-placement": ("default", "spread"),
-    "--serve-device": ("cpu", "gpu"), "--vllm": ("/opt/vllm/bin/python", "/usr/bin/vllm"),
+    "--serve-device": ("cpu", "gpu"),
+    "--vllm": ("/opt/vllm/bin/python", "/usr/bin/vllm"),
 }
 """flag -> (a twin's value, a different option value; None: a switch, given bare)."""
 
@@ -114,10 +134,12 @@ def _args(flag: str, text: str | None) -> tuple[str, ...]:
     return (flag,) if text is None else (flag, text)
 
 
-@pytest.mark.parametrize("dest, twin", [(dest, twin) for dest, twins in ENV_TWINS.items()
-                                        for twin in twins])
+@pytest.mark.parametrize(
+    "dest, twin", [(dest, twin) for dest, twins in ENV_TWINS.items() for twin in twins]
+)
 def test_every_environment_twin_sets_its_field_and_the_option_beats_it(
-        dest: str, twin: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    dest: str, twin: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     d = next(d for d in OPTIONS if d.opt is not None and d.opt.name == dest)
     assert d.flag in TWIN_SAMPLES, f"{d.flag}: add sample values to TWIN_SAMPLES"
     env_text, option_text = TWIN_SAMPLES[d.flag]
@@ -138,10 +160,14 @@ def test_every_environment_twin_sets_its_field_and_the_option_beats_it(
 
 
 def test_a_bad_twin_value_names_the_option_and_the_variable(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setenv("HOLO_DESKTOP_CPUS", "lots")
-    with pytest.raises(pytest.UsageError, match=r"^--desktop-cpus \(from HOLO_DESKTOP_CPUS\): "
-                                                r"desktop CPU limit"):
+    with pytest.raises(
+        pytest.UsageError,
+        match=r"^--desktop-cpus \(from HOLO_DESKTOP_CPUS\): "
+        r"desktop CPU limit",
+    ):
         settings_of()
     monkeypatch.setenv("HOLO_NET_GATE", "maybe")
     with pytest.raises(pytest.UsageError, match=r"^--net-gate \(from HOLO_NET_GATE\): "):
@@ -149,15 +175,21 @@ def test_a_bad_twin_value_names_the_option_and_the_variable(
 
 
 def test_every_option_is_in_pytest_help_with_its_generated_help() -> None:
-    proc = subprocess.run([sys.executable, "-m", "pytest", "--help"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=180)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "--help"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     text = proc.stdout
-    section = text[text.index("holo-bench: computer-use benchmark suite"):].split("\n\n", 1)[0]
+    section = text[text.index("holo-bench: computer-use benchmark suite") :].split("\n\n", 1)[0]
     for d in OPTIONS:
         assert d.opt is not None
-        match = re.search(rf"^  {re.escape(d.opt.flag)}(?=[=\s])[^\n]*\n?(?: {{20,}}\S[^\n]*\n?)*",
-                          section, re.M)
+        match = re.search(
+            rf"^  {re.escape(d.opt.flag)}(?=[=\s])[^\n]*\n?(?: {{20,}}\S[^\n]*\n?)*", section, re.M
+        )
         assert match, f"{d.opt.flag} is not in pytest --help"
         shown = "".join(match.group(0).split())
         assert "".join(help_text(d).split()) in shown, (d.opt.flag, match.group(0))
@@ -168,11 +200,14 @@ def test_every_option_is_in_pytest_help_with_its_generated_help() -> None:
 def test_no_option_is_declared_outside_the_settings_sections() -> None:
     """``addoption`` is called once, by the generator; the plugin's hook only calls it."""
     generator = ROOT / "fixtures" / "run" / "config" / "options.py"
-    sources = [p for pkg in ("fixtures", "computer_env", "holo_agent")
-               for p in (ROOT / pkg).rglob("*.py")] + list(ROOT.glob("tests/**/conftest.py"))
-    declaring = [p.relative_to(ROOT).as_posix() for p in sources
-                 if re.search(r"\baddoption\(|\bgetgroup\(|\baddini\(", p.read_text())
-                 and p != generator]
+    sources = [
+        p for pkg in ("fixtures", "computer_env", "holo_agent") for p in (ROOT / pkg).rglob("*.py")
+    ] + list(ROOT.glob("tests/**/conftest.py"))
+    declaring = [
+        p.relative_to(ROOT).as_posix()
+        for p in sources
+        if re.search(r"\baddoption\(|\bgetgroup\(|\baddini\(", p.read_text()) and p != generator
+    ]
     assert declaring == [], f"options declared outside {generator.name}: {declaring}"
     assert generator.read_text().count("addoption(") == 1
     hooks = [p for p in sources if "def pytest_addoption" in p.read_text()]
@@ -203,11 +238,31 @@ def test_the_table_keeps_every_option_once_with_its_twins() -> None:
     twins = [t for names in ENV_TWINS.values() for t in names]
     assert sorted(flags) == sorted(SUITE_OPTIONS)
     assert len(set(dests)) == len(dests) and len(set(twins)) == len(twins)
-    assert set(twins) == {"OSWORLD_ROOT", "HOLO_BASE_URLS", "HOLO_BASE_URL", "HOLO_MODEL",
-                          "HOLO_API_KEY", "OPENAI_API_KEY", "HOLO_VM_PROXY", "HOLO_NET_GATE",
-                          "HOLO_PROVIDER", "HOLO_VM_URLS", "HOLO_RESULTS_DIR",
-                          "HOLO_DESKTOP_MEMORY", "HOLO_DESKTOP_PIDS", "HOLO_DESKTOP_TMP",
-                          "HOLO_DESKTOP_CPUS", "HOLO_JUDGE_API_KEY", "HOLO_SPARE_DESKTOP",
-                          "HOLO_SETUP_AHEAD", "HOLO_SCORE_BEHIND", "HOLO_SERVE_DEVICE", "HOLO_VLLM",
-                          "HOLO_RAY_ADDRESS", "HOLO_RAY_DESKTOP", "HOLO_RAY_RESOURCE",
-                          "HOLO_RAY_RESOURCE_AMOUNT", "HOLO_RAY_PLACEMENT"}
+    assert set(twins) == {
+        "OSWORLD_ROOT",
+        "HOLO_BASE_URLS",
+        "HOLO_BASE_URL",
+        "HOLO_MODEL",
+        "HOLO_API_KEY",
+        "OPENAI_API_KEY",
+        "HOLO_VM_PROXY",
+        "HOLO_NET_GATE",
+        "HOLO_PROVIDER",
+        "HOLO_VM_URLS",
+        "HOLO_RESULTS_DIR",
+        "HOLO_DESKTOP_MEMORY",
+        "HOLO_DESKTOP_PIDS",
+        "HOLO_DESKTOP_TMP",
+        "HOLO_DESKTOP_CPUS",
+        "HOLO_JUDGE_API_KEY",
+        "HOLO_SPARE_DESKTOP",
+        "HOLO_SETUP_AHEAD",
+        "HOLO_SCORE_BEHIND",
+        "HOLO_SERVE_DEVICE",
+        "HOLO_VLLM",
+        "HOLO_RAY_ADDRESS",
+        "HOLO_RAY_DESKTOP",
+        "HOLO_RAY_RESOURCE",
+        "HOLO_RAY_RESOURCE_AMOUNT",
+        "HOLO_RAY_PLACEMENT",
+    }

@@ -22,13 +22,31 @@ from tests.harness.helpers.suite import (
 )
 
 ISSUE_OPTIONS = (
-    "--provider", "--vm-url", "--base-url", "--model", "--api-key", "--serve", "--gpus",
-    "--serve-arg", "--vm-proxy", "--net-gate", "--net-probe-url", "--net-wait", "--max-steps",
-    "--temperature", "--prompt", "--image-budget", "--samples", "--results-dir", "--run",
-    "--resume", "--pass-threshold", "--live",
+    "--provider",
+    "--vm-url",
+    "--base-url",
+    "--model",
+    "--api-key",
+    "--serve",
+    "--gpus",
+    "--serve-arg",
+    "--vm-proxy",
+    "--net-gate",
+    "--net-probe-url",
+    "--net-wait",
+    "--max-steps",
+    "--temperature",
+    "--prompt",
+    "--image-budget",
+    "--samples",
+    "--results-dir",
+    "--run",
+    "--resume",
+    "--pass-threshold",
+    "--live",
 )
 
-SETTINGS_PROBE = '''
+SETTINGS_PROBE = """
 import json, os
 from fixtures.run.stash import SETTINGS
 
@@ -41,16 +59,23 @@ def test_dump_settings(request):
            "samples": s.tasks.samples}
     with open(os.environ["SETTINGS_OUT"], "w") as f:
         json.dump(out, f)
-'''
+"""
 
 
-def _pytest(*args: str, cwd: Path = ROOT, env: dict[str, str] | None = None,
-            timeout: float = 120) -> subprocess.CompletedProcess[str]:
+def _pytest(
+    *args: str, cwd: Path = ROOT, env: dict[str, str] | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
     import os
 
-    return subprocess.run([sys.executable, "-m", "pytest", *args], cwd=cwd, capture_output=True,
-                          text=True, timeout=timeout, env={**os.environ, **(env or {})},
-                          start_new_session=True)
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+        start_new_session=True,
+    )
 
 
 def _settings(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> dict:
@@ -58,10 +83,21 @@ def _settings(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> 
     probe = tmp_path / "test_probe_settings.py"
     probe.write_text(SETTINGS_PROBE)
     out = tmp_path / "settings.json"
-    proc = _pytest(str(probe), "-p", "fixtures.run.plugin", "-q", "--rootdir", str(tmp_path),
-                   "-o", f"cache_dir={tmp_path / 'pytest-cache'}", "--results-dir",
-                   str(tmp_path / "results"), *args, cwd=tmp_path,
-                   env={"SETTINGS_OUT": str(out), **(env or {})})
+    proc = _pytest(
+        str(probe),
+        "-p",
+        "fixtures.run.plugin",
+        "-q",
+        "--rootdir",
+        str(tmp_path),
+        "-o",
+        f"cache_dir={tmp_path / 'pytest-cache'}",
+        "--results-dir",
+        str(tmp_path / "results"),
+        *args,
+        cwd=tmp_path,
+        env={"SETTINGS_OUT": str(out), **(env or {})},
+    )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     return json.loads(out.read_text())
 
@@ -71,37 +107,55 @@ def test_help_documents_every_option_of_the_suite() -> None:
     proc = _pytest("--help")
     assert proc.returncode == 0, proc.stderr[-2000:]
     text = proc.stdout
-    section = text[text.index("holo-bench: computer-use benchmark suite"):].split("\n\n", 1)[0]
+    section = text[text.index("holo-bench: computer-use benchmark suite") :].split("\n\n", 1)[0]
     for option in ISSUE_OPTIONS:
-        match = re.search(rf"^\s+{re.escape(option)}(?=[=\s])[^\n]*\n?(?:\s{{20,}}\S[^\n]*\n)*",
-                          section, re.M)
+        match = re.search(
+            rf"^\s+{re.escape(option)}(?=[=\s])[^\n]*\n?(?:\s{{20,}}\S[^\n]*\n)*", section, re.M
+        )
         assert match, f"{option} is not documented under the suite's options"
         described = " ".join(match.group(0).split()[1:])
         assert len(described) > 15, f"{option} has no real description: {match.group(0)!r}"
-    for twin in ("HOLO_BASE_URLS", "HOLO_API_KEY", "HOLO_VM_PROXY", "HOLO_NET_GATE",
-                 "OSWORLD_ROOT"):
+    for twin in (
+        "HOLO_BASE_URLS",
+        "HOLO_API_KEY",
+        "HOLO_VM_PROXY",
+        "HOLO_NET_GATE",
+        "OSWORLD_ROOT",
+    ):
         assert twin in section, f"the environment twin {twin} is not mentioned in --help"
 
 
 # -- bad values ------------------------------------------------------------------------------
-@pytest.mark.parametrize(("args", "option"), [
-    (("--screen", "12"), "--screen"),
-    (("--screen", "0x600"), "--screen"),
-    (("--pacing", "fast"), "--pacing"),
-    (("--provider", "nope"), "--provider"),
-    (("--provider", "remote"), "--vm-url"),
-    (("--samples", "0"), "--samples"),
-    (("--max-steps", "0"), "--max-steps"),
-    (("--image-budget", "0"), "--image-budget"),
-    (("--pass-threshold", "1.5"), "--pass-threshold"),
-    (("--vm-proxy", "127.0.0.1:3128"), "--vm-proxy"),
-    (("--net-wait", "-1"), "--net-wait"),
-    (("--seeds", "a-b"), "--seeds"),
-])
-def test_bad_value_fails_naming_the_option(tmp_path: Path, args: tuple[str, ...],
-                                           option: str) -> None:
-    proc = _pytest("tests/osworld", "--collect-only", "-q", "--results-dir", str(tmp_path),
-                   "-o", f"cache_dir={tmp_path / 'pytest-cache'}", *args)
+@pytest.mark.parametrize(
+    ("args", "option"),
+    [
+        (("--screen", "12"), "--screen"),
+        (("--screen", "0x600"), "--screen"),
+        (("--pacing", "fast"), "--pacing"),
+        (("--provider", "nope"), "--provider"),
+        (("--provider", "remote"), "--vm-url"),
+        (("--samples", "0"), "--samples"),
+        (("--max-steps", "0"), "--max-steps"),
+        (("--image-budget", "0"), "--image-budget"),
+        (("--pass-threshold", "1.5"), "--pass-threshold"),
+        (("--vm-proxy", "127.0.0.1:3128"), "--vm-proxy"),
+        (("--net-wait", "-1"), "--net-wait"),
+        (("--seeds", "a-b"), "--seeds"),
+    ],
+)
+def test_bad_value_fails_naming_the_option(
+    tmp_path: Path, args: tuple[str, ...], option: str
+) -> None:
+    proc = _pytest(
+        "tests/osworld",
+        "--collect-only",
+        "-q",
+        "--results-dir",
+        str(tmp_path),
+        "-o",
+        f"cache_dir={tmp_path / 'pytest-cache'}",
+        *args,
+    )
     text = proc.stdout + proc.stderr
     assert proc.returncode == 4, text[-2000:]  # a usage error, before anything runs
     error = next((line for line in text.splitlines() if line.startswith("ERROR:")), "")
@@ -118,8 +172,11 @@ def test_remote_provider_wants_a_vm_url_from_option_or_environment(tmp_path: Pat
 def test_environment_twins(tmp_path: Path) -> None:
     root = tmp_path / "osworld"
     root.mkdir()
-    env = {"HOLO_VM_PROXY": "http://127.0.0.1:3128", "HOLO_NET_GATE": "1",
-           "OSWORLD_ROOT": str(root)}
+    env = {
+        "HOLO_VM_PROXY": "http://127.0.0.1:3128",
+        "HOLO_NET_GATE": "1",
+        "OSWORLD_ROOT": str(root),
+    }
     s = _settings(tmp_path, env=env)
     assert s["vm_proxy"] == "http://127.0.0.1:3128"
     assert s["net_gate"] is True
@@ -144,9 +201,16 @@ def test_osworld_root_twin_selects_tasks_from_that_checkout(tmp_path: Path) -> N
             src = BUILTIN_ROOT / "examples" / domain / f"{task_id}.json"
             (examples / "examples" / domain / src.name).write_text(src.read_text())
     (examples / "test_all.json").write_text(json.dumps(tasks))
-    proc = _pytest("tests/osworld", "--collect-only", "-q", "--results-dir", str(tmp_path),
-                   "-o", f"cache_dir={tmp_path / 'pytest-cache'}",
-                   env={"OSWORLD_ROOT": str(tmp_path / "OSWorld")})
+    proc = _pytest(
+        "tests/osworld",
+        "--collect-only",
+        "-q",
+        "--results-dir",
+        str(tmp_path),
+        "-o",
+        f"cache_dir={tmp_path / 'pytest-cache'}",
+        env={"OSWORLD_ROOT": str(tmp_path / "OSWorld")},
+    )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     collected = re.findall(r"test_osworld\[([^\]]+)\]", proc.stdout)
     assert sorted(collected) == sorted(f"{d}/{i}" for d, ids in tasks.items() for i in ids)
@@ -156,10 +220,22 @@ def test_osworld_root_twin_selects_tasks_from_that_checkout(tmp_path: Path) -> N
 @pytest.mark.desktop
 def test_samples_give_one_case_and_folder_per_sample_and_pass_at_k(tmp_path: Path) -> None:
     tasks = first_smoke_tasks(1, exclude_domains=("chrome",))
-    (domain, (task_id,)), = tasks.items()
-    run = run_suite(tmp_path, "samples", "--task-list", str(task_list_file(tmp_path, tasks)),
-                    "--samples", "2", "-n0", "--infra-reruns", "1", "--infra-rerun-delay", "0",
-                    "-o", f"cache_dir={tmp_path / 'pytest-cache'}")
+    ((domain, (task_id,)),) = tasks.items()
+    run = run_suite(
+        tmp_path,
+        "samples",
+        "--task-list",
+        str(task_list_file(tmp_path, tasks)),
+        "--samples",
+        "2",
+        "-n0",
+        "--infra-reruns",
+        "1",
+        "--infra-rerun-delay",
+        "0",
+        "-o",
+        f"cache_dir={tmp_path / 'pytest-cache'}",
+    )
     assert run.rc == 0, run.output[-3000:]
     for k in (0, 1):
         assert f"test_osworld[{domain}/{task_id}/sample-{k}]" in run.output
@@ -174,19 +250,31 @@ def test_samples_give_one_case_and_folder_per_sample_and_pass_at_k(tmp_path: Pat
 
 
 @pytest.mark.desktop
-@pytest.mark.parametrize("capture", [pytest.param((), id="default-capture"),
-                                     pytest.param(("-s",), id="no-capture")])
+@pytest.mark.parametrize(
+    "capture", [pytest.param((), id="default-capture"), pytest.param(("-s",), id="no-capture")]
+)
 def test_live_prints_each_step_as_it_happens(tmp_path: Path, capture: tuple[str, ...]) -> None:
     from computer_env.osworld.builtin import load_solutions
 
     tasks = first_smoke_tasks(1, exclude_domains=("chrome",))
-    (_, (task_id,)), = tasks.items()
+    ((_, (task_id,)),) = tasks.items()
     solution = load_solutions()[task_id]
     log = tmp_path / "child.log"
     # each model answer takes 1.5 s, so a step printed "as it happens" shows before the case ends
-    child = start_suite(tmp_path, "live", "--task-list", str(task_list_file(tmp_path, tasks)),
-                        "-n0", "--live", "--reference-faults", "delay=1.5", *capture,
-                        "-o", f"cache_dir={tmp_path / 'pytest-cache'}", log=log)
+    child = start_suite(
+        tmp_path,
+        "live",
+        "--task-list",
+        str(task_list_file(tmp_path, tasks)),
+        "-n0",
+        "--live",
+        "--reference-faults",
+        "delay=1.5",
+        *capture,
+        "-o",
+        f"cache_dir={tmp_path / 'pytest-cache'}",
+        log=log,
+    )
     try:
         wait_for(lambda: "step 0:" in log.read_text(), "the first live step line", 120)
         assert not list((tmp_path / "live").rglob("result.json")), "printed only at the end"
@@ -204,6 +292,7 @@ def test_live_prints_each_step_as_it_happens(tmp_path: Path, capture: tuple[str,
     case = f"{next(iter(tasks))}/{task_id}"
     for phase in ("setup", "settle", "agent", "scoring"):  # said when each phase starts
         assert f"[{case}] {phase} starts" in text, text[-3000:]
-    assert re.search(rf"^{re.escape(case)}  PASSED  score 1\.00  steps \d+  [\d.]+ s$", text,
-                     re.M), text[-3000:]  # the case's result line
+    assert re.search(
+        rf"^{re.escape(case)}  PASSED  score 1\.00  steps \d+  [\d.]+ s$", text, re.M
+    ), text[-3000:]  # the case's result line
     assert "[progress 1/1] | passed 1, failed 0, unscored 0 | mean 100.0%" in text

@@ -3,18 +3,25 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from fixtures.run.collect import order_longest_first, previous_durations
 from fixtures.cases.records.results import TaskResult, Timings, task_dir, write_result
+from fixtures.run.collect import order_longest_first, previous_durations
 
 
 def _write(root: Path, run: str, case: str, seconds: float, minutes_ago: int) -> None:
     domain, task = case.split("/")
-    result = TaskResult(benchmark="osworld", case_id=case, domain=domain, task_id=task,
-                        outcome="passed", score=1.0, timings=Timings(total_s=seconds),
-                        finished_at=datetime.now(timezone.utc) - timedelta(minutes=minutes_ago))
+    result = TaskResult(
+        benchmark="osworld",
+        case_id=case,
+        domain=domain,
+        task_id=task,
+        outcome="passed",
+        score=1.0,
+        timings=Timings(total_s=seconds),
+        finished_at=datetime.now(UTC) - timedelta(minutes=minutes_ago),
+    )
     folder = task_dir(root / run, "m", case)
     folder.mkdir(parents=True)
     write_result(folder, result)

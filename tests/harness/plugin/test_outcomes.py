@@ -49,13 +49,16 @@ def test_a_low_level_error_counts_only_through_an_explicit_cause() -> None:
 
 
 def test_unsupported_at_any_time_is_a_skip_naming_what() -> None:
-    for exc in (EvaluatorUnsupported("metric 'x'", "not in OSWorld's metrics"),
-                SetupUnsupported("googledrive", "no Google Drive here")):
+    for exc in (
+        EvaluatorUnsupported("metric 'x'", "not in OSWorld's metrics"),
+        SetupUnsupported("googledrive", "no Google Drive here"),
+    ):
         found = boundary(exc)
         assert isinstance(found, Skip) and found.reason.startswith("cannot run here: ")
         assert exc.what in found.reason
-    assert boundary(CaseSkipped("needs: code")) == Skip("needs: code",
-                                                         "cannot run here: needs: code")
+    assert boundary(CaseSkipped("needs: code")) == Skip(
+        "needs: code", "cannot run here: needs: code"
+    )
 
 
 def test_permanent_infra_is_never_rerun_and_interrupts_fail_loudly() -> None:
@@ -72,10 +75,20 @@ def test_evaluation_time_unsupported_skips_and_a_harness_bug_fails(tmp_path: Pat
     tasks = first_smoke_tasks(2, exclude_domains=("chrome",))
     ids = [i for values in tasks.values() for i in values]
     unsupported, buggy = ids[0], ids[1]
-    run = run_suite(tmp_path, "bnd", "--task-list", str(task_list_file(tmp_path, tasks)),
-                    *CHAOS, "--infra-rerun-delay", "0",
-                    env={"PYTHONPATH": str(ROOT),
-                         "CHAOS_EVAL_UNSUPPORTED": unsupported, "CHAOS_HARNESS_BUG": buggy})
+    run = run_suite(
+        tmp_path,
+        "bnd",
+        "--task-list",
+        str(task_list_file(tmp_path, tasks)),
+        *CHAOS,
+        "--infra-rerun-delay",
+        "0",
+        env={
+            "PYTHONPATH": str(ROOT),
+            "CHAOS_EVAL_UNSUPPORTED": unsupported,
+            "CHAOS_HARNESS_BUG": buggy,
+        },
+    )
     assert run.rc == 1, run.output[-3000:]  # the harness bug fails the run
     results = {r["task_id"]: r for r in run.results().values()}
     skipped = results[unsupported]

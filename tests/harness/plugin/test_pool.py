@@ -46,11 +46,15 @@ class _FailingProvider(DesktopProvider):
         self.ports.append(port)
 
 
-@pytest.mark.parametrize("error", [
-    KeyError("a harness bug"),
-    VMStartError("the desktop never answered"),
-    ConfigurationError("bubblewrap is missing"),
-], ids=["bug", "infra", "configuration"])
+@pytest.mark.parametrize(
+    "error",
+    [
+        KeyError("a harness bug"),
+        VMStartError("the desktop never answered"),
+        ConfigurationError("bubblewrap is missing"),
+    ],
+    ids=["bug", "infra", "configuration"],
+)
 def test_start_failure_propagates_unchanged_after_closing(error: BaseException) -> None:
     """A harness bug is not turned into an infrastructure failure (it must fail loudly); an
     ``InfraError`` and a ``ConfigurationError`` go up as they are. The half-started provider is
@@ -75,9 +79,15 @@ def test_start_failure_propagates_unchanged_after_closing(error: BaseException) 
 
 
 def test_registry_builds_each_provider_from_the_options() -> None:
-    opts = ProviderOptions(worker_index=1, screen=(800, 600), vm_urls=("http://a:5000#t",
-                           "http://b:5000"), docker_image="holo-bench/x:1", run_id="r",
-                           worker_id="gw1", controller_pid=4242)
+    opts = ProviderOptions(
+        worker_index=1,
+        screen=(800, 600),
+        vm_urls=("http://a:5000#t", "http://b:5000"),
+        docker_image="holo-bench/x:1",
+        run_id="r",
+        worker_id="gw1",
+        controller_pid=4242,
+    )
     local = make_provider("local", opts)
     assert isinstance(local, LocalSandboxProvider) and (local.width, local.height) == (800, 600)
     local.close()
@@ -85,16 +95,23 @@ def test_registry_builds_each_provider_from_the_options() -> None:
     assert isinstance(remote, RemoteProvider) and remote.url == "http://b:5000"
     docker = make_provider("docker", opts)
     assert isinstance(docker, DockerProvider)
-    assert (docker.image, docker.run_id, docker.worker, docker.controller_pid, docker.screen) \
-        == ("holo-bench/x:1", "r", "gw1", 4242, (800, 600))
+    assert (docker.image, docker.run_id, docker.worker, docker.controller_pid, docker.screen) == (
+        "holo-bench/x:1",
+        "r",
+        "gw1",
+        4242,
+        (800, 600),
+    )
     cloud = make_provider("osworld:aws", opts)
     assert isinstance(cloud, OSWorldCloudProvider) and cloud.name == "osworld:aws"
 
 
 @pytest.mark.parametrize("name", ["nope", "osworld", "osworld:", "local:x", ""])
 def test_unknown_provider_names_the_option_and_the_known_ones(name: str) -> None:
-    for call in (lambda: make_provider(name, ProviderOptions()),
-                 lambda: preflight(name, ProviderOptions())):
+    for call in (
+        lambda: make_provider(name, ProviderOptions()),
+        lambda: preflight(name, ProviderOptions()),
+    ):
         with pytest.raises(ConfigurationError) as info:
             call()
         assert "--provider" in str(info.value)

@@ -26,8 +26,17 @@ def test_os_helix_profile_sets_the_protocol() -> None:
 
 
 def test_explicit_options_win_over_the_profile() -> None:
-    s = settings("--profile", "os-helix", "--max-steps", "15", "--image-budget", "2",
-                 "--max-image-width", "1280", "--code-actions")
+    s = settings(
+        "--profile",
+        "os-helix",
+        "--max-steps",
+        "15",
+        "--image-budget",
+        "2",
+        "--max-image-width",
+        "1280",
+        "--code-actions",
+    )
     assert (s.agent.max_steps, s.agent.image_budget) == (15, 2)
     assert s.protocols.image_size is None and s.protocols.code_actions
 
@@ -36,14 +45,28 @@ def test_explicit_options_win_over_the_profile() -> None:
 def test_an_explicit_option_equal_to_the_default_still_wins(profile: str) -> None:
     """Each profile field an option can set: given explicitly (even with the built-in default's
     value) the option wins; "given" is what the parser saw, not "differs from the default"."""
-    s = settings("--profile", profile, "--max-steps", "100", "--image-budget", "3",
-                 "--screen", "1920x1080", "--osworld-root", "/tmp", "--task-list", "test_all",
-                 "--max-image-width", "1920")
+    s = settings(
+        "--profile",
+        profile,
+        "--max-steps",
+        "100",
+        "--image-budget",
+        "3",
+        "--screen",
+        "1920x1080",
+        "--osworld-root",
+        "/tmp",
+        "--task-list",
+        "test_all",
+        "--max-image-width",
+        "1920",
+    )
     assert (s.agent.max_steps, s.agent.image_budget) == (100, 3)
     assert s.desktops.screen == (1920, 1080) and s.tasks.task_list == "test_all"
     assert s.protocols.image_size is None
-    other = settings("--profile", profile, "--max-steps", "7", "--image-budget", "5",
-                     "--screen", "1280x720")
+    other = settings(
+        "--profile", profile, "--max-steps", "7", "--image-budget", "5", "--screen", "1280x720"
+    )
     assert (other.agent.max_steps, other.agent.image_budget) == (7, 5)
     assert other.desktops.screen == (1280, 720)
     plain = settings()  # no profile, nothing given: the built-in defaults
@@ -58,13 +81,16 @@ def test_holo_repro_profile_and_no_profile() -> None:
     assert plain.protocols.profile is None and plain.protocol_record()["profile"] is None
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--profile", "nope"], "--profile: unknown profile 'nope'"),
-    (["--judge-url", "ftp://x"], "--judge-url"),
-    (["--score-by", "vibes"], "--score-by"),
-    (["--code-timeout", "0"], "--code-timeout"),
-    (["--synthetic-dir", "/no/such/folder"], "--synthetic-dir"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--profile", "nope"], "--profile: unknown profile 'nope'"),
+        (["--judge-url", "ftp://x"], "--judge-url"),
+        (["--score-by", "vibes"], "--score-by"),
+        (["--code-timeout", "0"], "--code-timeout"),
+        (["--synthetic-dir", "/no/such/folder"], "--synthetic-dir"),
+    ],
+)
 def test_bad_protocol_options(args: list[str], message: str) -> None:
     with pytest.raises(pytest.UsageError, match=message):
         settings(*args)

@@ -33,7 +33,8 @@ from tests.harness.helpers.suite import SuiteRun, builtin_smoke, run_suite, task
 
 TINYPROXY = shutil.which("tinyproxy") or "/usr/bin/tinyproxy"
 needs_tinyproxy = pytest.mark.skipif(
-    not Path(TINYPROXY).exists(), reason="tinyproxy is not installed (apt-get install tinyproxy)")
+    not Path(TINYPROXY).exists(), reason="tinyproxy is not installed (apt-get install tinyproxy)"
+)
 
 
 class Tinyproxy:
@@ -49,17 +50,22 @@ class Tinyproxy:
         self.conf.write_text(
             f"Port {self.port}\nListen 0.0.0.0\nTimeout 30\nMaxClients 50\n"
             f'LogFile "{self.log}"\nLogLevel Connect\n'
-            "Allow 127.0.0.1\nAllow 10.213.0.0/16\n")
+            "Allow 127.0.0.1\nAllow 10.213.0.0/16\n"
+        )
         self.proc: subprocess.Popen[bytes] | None = None
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self) -> "Tinyproxy":
-        self.proc = subprocess.Popen([TINYPROXY, "-d", "-c", str(self.conf)],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                     start_new_session=True, preexec_fn=set_pdeathsig)
+    def start(self) -> Tinyproxy:
+        self.proc = subprocess.Popen(
+            [TINYPROXY, "-d", "-c", str(self.conf)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+            preexec_fn=set_pdeathsig,
+        )
         wait_for(self._listening, f"tinyproxy to listen on port {self.port}", 15, interval=0.05)
         return self
 
@@ -98,16 +104,19 @@ def tinyproxy(tmp_path: Path) -> Iterator[Tinyproxy]:
 
 
 # -- unit: proxy URLs ------------------------------------------------------------------------
-@pytest.mark.parametrize(("proxy", "expected"), [
-    ("http://127.0.0.1:3128", "http://10.213.0.1:3128"),
-    ("http://localhost:8888/", "http://10.213.0.1:8888/"),
-    ("http://0.0.0.0:3128", "http://10.213.0.1:3128"),
-    ("http://[::1]:3128", "http://10.213.0.1:3128"),
-    ("http://127.0.0.1", "http://10.213.0.1"),
-    ("http://user:pw@127.0.0.1:3128", "http://user:pw@10.213.0.1:3128"),
-    ("http://proxy.lab:3128", "http://proxy.lab:3128"),  # not on this host: unchanged
-    ("http://10.0.0.5:3128", "http://10.0.0.5:3128"),
-])
+@pytest.mark.parametrize(
+    ("proxy", "expected"),
+    [
+        ("http://127.0.0.1:3128", "http://10.213.0.1:3128"),
+        ("http://localhost:8888/", "http://10.213.0.1:8888/"),
+        ("http://0.0.0.0:3128", "http://10.213.0.1:3128"),
+        ("http://[::1]:3128", "http://10.213.0.1:3128"),
+        ("http://127.0.0.1", "http://10.213.0.1"),
+        ("http://user:pw@127.0.0.1:3128", "http://user:pw@10.213.0.1:3128"),
+        ("http://proxy.lab:3128", "http://proxy.lab:3128"),  # not on this host: unchanged
+        ("http://10.0.0.5:3128", "http://10.0.0.5:3128"),
+    ],
+)
 def test_guest_proxy_url(proxy: str, expected: str) -> None:
     assert guest_proxy_url(proxy, "10.213.0.1") == expected
 
@@ -116,11 +125,17 @@ def test_guest_proxy_url_brackets_an_ipv6_guest_host() -> None:
     assert guest_proxy_url("http://127.0.0.1:3128", "fd00::1") == "http://[fd00::1]:3128"
 
 
-@pytest.mark.parametrize(("proxy", "port"), [
-    ("http://127.0.0.1:3128", 3128), ("http://localhost", 80), ("https://127.0.0.1", 443),
-    ("http://user:pw@localhost:8080", 8080), ("http://proxy.lab:3128", None),
-    ("http://10.0.0.5:3128", None),
-])
+@pytest.mark.parametrize(
+    ("proxy", "port"),
+    [
+        ("http://127.0.0.1:3128", 3128),
+        ("http://localhost", 80),
+        ("https://127.0.0.1", 443),
+        ("http://user:pw@localhost:8080", 8080),
+        ("http://proxy.lab:3128", None),
+        ("http://10.0.0.5:3128", None),
+    ],
+)
 def test_proxy_port_only_for_a_proxy_on_this_host(proxy: str, port: int | None) -> None:
     assert proxy_port(proxy) == port
 
@@ -214,19 +229,37 @@ def proxy_runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProxyRuns]:
     chrome = builtin_smoke()["chrome"][:1]
     tasks = task_list_file(tmp, {"chrome": chrome})
     net_wait = 3.0
-    common = ("--task-list", str(tasks), "-n0", "--infra-reruns", "1", "--infra-rerun-delay", "0",
-              "--net-wait", str(net_wait), "-o", f"cache_dir={tmp / 'pytest-cache'}")
+    common = (
+        "--task-list",
+        str(tasks),
+        "-n0",
+        "--infra-reruns",
+        "1",
+        "--infra-rerun-delay",
+        "0",
+        "--net-wait",
+        str(net_wait),
+        "-o",
+        f"cache_dir={tmp / 'pytest-cache'}",
+    )
     probe = HttpServer()
     proxy = Tinyproxy(tmp).start()
     try:
-        up = run_suite(tmp, "up", *common, "--vm-proxy", proxy.url, "--net-gate",
-                       "--net-probe-url", probe.url)
+        up = run_suite(
+            tmp, "up", *common, "--vm-proxy", proxy.url, "--net-gate", "--net-probe-url", probe.url
+        )
         proxy.close()
         proxy_log = proxy.log_text()
         t0 = time.monotonic()
         # the environment twins this time: HOLO_VM_PROXY, HOLO_NET_GATE=1
-        down = run_suite(tmp, "down", *common, "--net-probe-url", probe.url,
-                         env={"HOLO_VM_PROXY": proxy.url, "HOLO_NET_GATE": "1"})
+        down = run_suite(
+            tmp,
+            "down",
+            *common,
+            "--net-probe-url",
+            probe.url,
+            env={"HOLO_VM_PROXY": proxy.url, "HOLO_NET_GATE": "1"},
+        )
         down_wall = time.monotonic() - t0
     finally:
         proxy.close()
@@ -244,10 +277,12 @@ def test_browser_traffic_goes_through_the_vm_proxy(proxy_runs: ProxyRuns) -> Non
     assert result["net_checks"] and all(c["ok"] for c in result["net_checks"])
     assert {c["when"] for c in result["net_checks"]} == {"before", "after"}
     # the page the task opens, requested by the browser inside the sandbox through tinyproxy
-    page = re.search(r"GET http://10\.213\.\d+\.\d+:\d+/chrome/shop/index\.html",
-                     proxy_runs.proxy_log)
+    page = re.search(
+        r"GET http://10\.213\.\d+\.\d+:\d+/chrome/shop/index\.html", proxy_runs.proxy_log
+    )
     assert page, "tinyproxy never saw the browser's request for the task page:\n" + "\n".join(
-        line for line in proxy_runs.proxy_log.splitlines() if "GET" in line)
+        line for line in proxy_runs.proxy_log.splitlines() if "GET" in line
+    )
     assert re.search(r"Connect \(file descriptor \d+\): 10\.213\.", proxy_runs.proxy_log)
 
 

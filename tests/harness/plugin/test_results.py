@@ -9,7 +9,7 @@ import signal
 import subprocess
 import sys
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -48,13 +48,24 @@ def make_result(**overrides: object) -> TaskResult:
         steps=7,
         agent_end="answered",
         tokens=Tokens(prompt=1000, completion=200, reasoning=50),
-        net_checks=[NetCheck(when="before", ok=True, detail="200 OK",
-                             at=datetime(2025, 1, 2, 3, 4, 5, tzinfo=timezone.utc))],
-        versions=Versions(harness_commit="abc123", model="Hcompany/Holo3.1-7B",
-                          endpoint="http://127.0.0.1:8000/v1", provider="local", image="local",
-                          prompt="v1"),
-        started_at=datetime(2025, 1, 2, 3, 4, 0, tzinfo=timezone.utc),
-        finished_at=datetime(2025, 1, 2, 3, 4, 30, tzinfo=timezone.utc),
+        net_checks=[
+            NetCheck(
+                when="before",
+                ok=True,
+                detail="200 OK",
+                at=datetime(2025, 1, 2, 3, 4, 5, tzinfo=UTC),
+            )
+        ],
+        versions=Versions(
+            harness_commit="abc123",
+            model="Hcompany/Holo3.1-7B",
+            endpoint="http://127.0.0.1:8000/v1",
+            provider="local",
+            image="local",
+            prompt="v1",
+        ),
+        started_at=datetime(2025, 1, 2, 3, 4, 0, tzinfo=UTC),
+        finished_at=datetime(2025, 1, 2, 3, 4, 30, tzinfo=UTC),
     )
     base.update(overrides)
     return TaskResult.model_validate(base)
@@ -108,8 +119,12 @@ def test_result_txt_only_when_scored(tmp_path: Path) -> None:
     assert (tmp_path / "result.txt").read_text().strip() == "0.25"
     write_result(
         tmp_path,
-        make_result(outcome="unscored", score=None, infra_category="network",
-                    infra_reason="proxy unreachable"),
+        make_result(
+            outcome="unscored",
+            score=None,
+            infra_category="network",
+            infra_reason="proxy unreachable",
+        ),
     )
     assert not (tmp_path / "result.txt").exists(), "a stale score would be read as a 0/1"
     assert read_result(tmp_path).outcome == "unscored"
@@ -161,7 +176,9 @@ def test_killed_writer_never_leaves_half_a_file(tmp_path: Path) -> None:
     for attempt in range(12):
         proc = subprocess.Popen(
             [sys.executable, "-c", WRITER, str(target)],
-            stdout=subprocess.PIPE, text=True, start_new_session=True,
+            stdout=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
             preexec_fn=set_pdeathsig,
         )
         try:
@@ -236,7 +253,11 @@ def test_redact_prefers_longest_and_ignores_short() -> None:
 def test_harness_commit(tmp_path: Path) -> None:
     assert harness_commit(tmp_path) == "unknown"
     here = harness_commit()
-    git = subprocess.run(["git", "-C", str(Path(__file__).parent), "rev-parse", "--short",
-                          "HEAD"], capture_output=True, text=True, check=False)
+    git = subprocess.run(
+        ["git", "-C", str(Path(__file__).parent), "rev-parse", "--short", "HEAD"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if git.returncode == 0:
         assert here != "unknown" and git.stdout.strip()[:7] in here

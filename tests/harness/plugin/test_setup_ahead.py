@@ -15,16 +15,18 @@ import pytest
 from computer_env.desktop.providers.base import DesktopHandle, DesktopProvider
 from computer_env.desktop.providers.local.provider import LocalSandboxProvider
 from computer_env.errors import SetupError
-from fixtures.cases.desktops.ahead import AheadSetup
 from fixtures.cases.attempt import Attempt
+from fixtures.cases.desktops.ahead import AheadSetup
 from fixtures.cases.desktops.pool import VMPool
 from tests.harness.helpers.localdesk import guest_sh
 from tests.harness.helpers.polling import wait_for
 
 pytestmark = [
     pytest.mark.desktop,
-    pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("bwrap"),
-                       reason="the local sandbox needs root and bubblewrap"),
+    pytest.mark.skipif(
+        os.geteuid() != 0 or not shutil.which("bwrap"),
+        reason="the local sandbox needs root and bubblewrap",
+    ),
 ]
 
 MARKER = "~/set-up-ahead"
@@ -60,11 +62,13 @@ def _mark(handle: DesktopHandle, attempt: Attempt) -> str:
 def _gone(made: list[LocalSandboxProvider], pids: list[int]) -> bool:
     return all(p.handle is None and p.pids() == [] for p in made) and not any(
         psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-        for pid in pids)
+        for pid in pids
+    )
 
 
 def test_the_next_case_gets_the_desktop_set_up_ahead_and_the_used_one_is_reset(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     made, pool, ahead, folder = _rig(tmp_path)
     try:
         first = pool.acquire()  # case 1: the spare starts behind

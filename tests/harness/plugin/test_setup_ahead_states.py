@@ -123,8 +123,11 @@ def rig(tmp_path: Path) -> Iterator[Rig]:
     r = Rig(tmp_path)
     yield r
     r.close()
-    assert not [t for t in threading.enumerate() if t.name in ("setup-ahead", "spare-desktop")
-                and t.is_alive()], "a thread of the pool outlived its close"
+    assert not [
+        t
+        for t in threading.enumerate()
+        if t.name in ("setup-ahead", "spare-desktop") and t.is_alive()
+    ], "a thread of the pool outlived its close"
 
 
 def mark(handle: DesktopHandle, attempt: Attempt) -> str:

@@ -22,8 +22,10 @@ from tests.harness.helpers.polling import wait_for
 
 pytestmark = [
     pytest.mark.desktop,
-    pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("bwrap"),
-                       reason="the local sandbox needs root and bubblewrap"),
+    pytest.mark.skipif(
+        os.geteuid() != 0 or not shutil.which("bwrap"),
+        reason="the local sandbox needs root and bubblewrap",
+    ),
 ]
 
 MARKER = "~/written-by-the-last-task"
@@ -57,8 +59,9 @@ def host_port() -> Iterator[int]:
 
 
 def _reaches(handle: DesktopHandle, port: int) -> bool:
-    out = guest_sh(handle, f"curl -s -o /dev/null -w '%{{http_code}}' -m 10 "
-                           f"http://{handle.guest_host}:{port}/")
+    out = guest_sh(
+        handle, f"curl -s -o /dev/null -w '%{{http_code}}' -m 10 http://{handle.guest_host}:{port}/"
+    )
     return out["output"].strip() == "200"
 
 
@@ -67,13 +70,19 @@ def _has_marker(handle: DesktopHandle) -> bool:
 
 
 def _closed(provider: LocalSandboxProvider, pids: list[int]) -> bool:
-    return provider.handle is None and provider.pids() == [] and not any(
-        psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-        for pid in pids)
+    return (
+        provider.handle is None
+        and provider.pids() == []
+        and not any(
+            psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+            for pid in pids
+        )
+    )
 
 
 def test_spare_is_handed_out_at_once_fresh_and_the_used_one_becomes_the_next(
-        host_port: int) -> None:
+    host_port: int,
+) -> None:
     made: list[_Noted] = []
 
     def factory() -> DesktopProvider:
@@ -145,8 +154,10 @@ def test_a_spare_that_failed_to_start_falls_back_to_resetting_the_one_in_use() -
         assert guest_sh(first, f"echo task1 > {MARKER}")["returncode"] == 0
         wait_for(pool.spare_prepared, "the failing spare", timeout=120)
         again = pool.acquire()  # no error: the desktop in use is reset here, as without spare
-        assert pool.provider is made[0] and made[0].calls == [("start", "MainThread"),
-                                                              ("reset", "MainThread")]
+        assert pool.provider is made[0] and made[0].calls == [
+            ("start", "MainThread"),
+            ("reset", "MainThread"),
+        ]
         assert not _has_marker(again)
         assert made[1].handle is None and made[1].pids() == []  # the failed spare is closed
         wait_for(pool.spare_prepared, "a new spare", timeout=120)
@@ -157,21 +168,24 @@ def test_a_spare_that_failed_to_start_falls_back_to_resetting_the_one_in_use() -
     assert all(_closed(p, []) for p in made)
 
 
-@pytest.mark.parametrize("choice, provider, workers, cores, memory, kept", [
-    ("auto", "local", 1, 2, 8000.0, True),       # two cores for one worker: a spare
-    ("auto", "local", 2, 2, 8000.0, False),      # one core per worker: none
-    ("auto", "docker", 4, 16, 64000.0, True),
-    ("auto", "local", 4, 16, 3000.0, False),     # too little memory for four spares
-    ("auto", "remote", 1, 64, 64000.0, False),   # a remote server is the only desktop
-    ("on", "local", 8, 2, 100.0, True),          # forced
-    ("on", "remote", 1, 2, 8000.0, False),
-    ("off", "local", 1, 64, 64000.0, False),
-])
-def test_auto_keeps_a_spare_only_where_the_host_has_room(choice, provider, workers, cores,
-                                                          memory, kept) -> None:
+@pytest.mark.parametrize(
+    "choice, provider, workers, cores, memory, kept",
+    [
+        ("auto", "local", 1, 2, 8000.0, True),  # two cores for one worker: a spare
+        ("auto", "local", 2, 2, 8000.0, False),  # one core per worker: none
+        ("auto", "docker", 4, 16, 64000.0, True),
+        ("auto", "local", 4, 16, 3000.0, False),  # too little memory for four spares
+        ("auto", "remote", 1, 64, 64000.0, False),  # a remote server is the only desktop
+        ("on", "local", 8, 2, 100.0, True),  # forced
+        ("on", "remote", 1, 2, 8000.0, False),
+        ("off", "local", 1, 64, 64000.0, False),
+    ],
+)
+def test_auto_keeps_a_spare_only_where_the_host_has_room(
+    choice, provider, workers, cores, memory, kept
+) -> None:
     from fixtures.cases.desktops.spare_choice import keep_spare
 
-    spare, why = keep_spare(choice, provider, workers=workers, cores=cores,
-                            available_mib=memory)
+    spare, why = keep_spare(choice, provider, workers=workers, cores=cores, available_mib=memory)
     assert spare is kept, why
     assert why  # the reason is logged

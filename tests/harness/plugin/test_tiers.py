@@ -22,35 +22,45 @@ HARNESS = Path(__file__).resolve().parents[1]
 
 
 # -- what a process a test starts needs ------------------------------------------------------
-@pytest.mark.parametrize(("argv", "need"), [
-    (["Xvfb", "-displayfd", "3"], DESKTOP),
-    (["/usr/bin/bwrap", "--unshare-all"], DESKTOP),
-    (["ip", "netns", "add", "x"], DESKTOP),
-    (["useradd", "--system", "u"], DESKTOP),
-    ([sys.executable, "-m", "computer_env.desktop.server", "--port", "0"], DESKTOP),
-    ([sys.executable, "-m", "computer_env.desktop", "run"], DESKTOP),
-    (["docker", "run", "img"], E2E),
-    (["/work/x/.venv-vllm/bin/python", "-m", "holo_agent.tiny_model", "out"], E2E),
-    ([sys.executable, "-m", "vllm.entrypoints.openai.api_server"], E2E),
-    ([sys.executable, "-m", "pytest", "tests/osworld", "--collect-only"], E2E),
-    ([sys.executable, "-mpytest", "--basetemp=x"], E2E),
-    (["/venv/bin/pytest", "tests/harness"], E2E),
-    (["/venv/bin/ray", "start", "--head"], E2E),
-    ([sys.executable, "-m", "ray.util.client.server"], E2E),
-])
-def test_a_process_outside_the_fast_tier_names_the_mark_it_needs(argv: list[str],
-                                                                 need: str) -> None:
+@pytest.mark.parametrize(
+    ("argv", "need"),
+    [
+        (["Xvfb", "-displayfd", "3"], DESKTOP),
+        (["/usr/bin/bwrap", "--unshare-all"], DESKTOP),
+        (["ip", "netns", "add", "x"], DESKTOP),
+        (["useradd", "--system", "u"], DESKTOP),
+        ([sys.executable, "-m", "computer_env.desktop.server", "--port", "0"], DESKTOP),
+        ([sys.executable, "-m", "computer_env.desktop", "run"], DESKTOP),
+        (["docker", "run", "img"], E2E),
+        (["/work/x/.venv-vllm/bin/python", "-m", "holo_agent.tiny_model", "out"], E2E),
+        ([sys.executable, "-m", "vllm.entrypoints.openai.api_server"], E2E),
+        ([sys.executable, "-m", "pytest", "tests/osworld", "--collect-only"], E2E),
+        ([sys.executable, "-mpytest", "--basetemp=x"], E2E),
+        (["/venv/bin/pytest", "tests/harness"], E2E),
+        (["/venv/bin/ray", "start", "--head"], E2E),
+        ([sys.executable, "-m", "ray.util.client.server"], E2E),
+    ],
+)
+def test_a_process_outside_the_fast_tier_names_the_mark_it_needs(
+    argv: list[str], need: str
+) -> None:
     found = spawn_needs(argv)
     assert found is not None and found[0] == need, found
 
 
-@pytest.mark.parametrize("argv", [
-    [sys.executable, "-c", "import pytest; print(1)"],  # -c's program is its own
-    [sys.executable, "-m", "computer_env.desktop.bench", "--runs", "1"],
-    [sys.executable, "-m", "fixtures.report.compare", "a", "b"],
-    [sys.executable, "script.py", "-m", "pytest"],  # the script's own arguments
-    ["tinyproxy", "-d"], ["wmctrl", "-m"], ["git", "rev-parse", "HEAD"], [],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        [sys.executable, "-c", "import pytest; print(1)"],  # -c's program is its own
+        [sys.executable, "-m", "computer_env.desktop.bench", "--runs", "1"],
+        [sys.executable, "-m", "fixtures.report.compare", "a", "b"],
+        [sys.executable, "script.py", "-m", "pytest"],  # the script's own arguments
+        ["tinyproxy", "-d"],
+        ["wmctrl", "-m"],
+        ["git", "rev-parse", "HEAD"],
+        [],
+    ],
+)
 def test_fast_tier_work_needs_no_mark(argv: list[str]) -> None:
     assert spawn_needs(argv) is None
 
@@ -105,8 +115,7 @@ def test_a_helper_declares_its_tier_and_docker_vllm_ray_are_e2e() -> None:
     assert marks_from({"tier:vllm"}) == {E2E, "vllm"}  # a test marked vllm by hand
 
 
-def test_the_tiers_are_exclusive_and_every_mark_is_registered(
-        pytestconfig: pytest.Config) -> None:
+def test_the_tiers_are_exclusive_and_every_mark_is_registered(pytestconfig: pytest.Config) -> None:
     registered = {line.split(":")[0].strip() for line in pytestconfig.getini("markers")}
     every = {m for marks in tiers.USES.values() for m in marks}
     every |= {m for marks in tiers.PROGRAMS.values() for m in marks} | tiers.IMPLY_E2E
@@ -114,7 +123,7 @@ def test_the_tiers_are_exclusive_and_every_mark_is_registered(
     assert set(tiers.TIMEOUTS) == {"fast", DESKTOP, E2E}
 
 
-INNER = '''
+INNER = """
 import subprocess, sys
 import pytest
 from tests.harness.helpers.localdesk import local_desktop
@@ -143,7 +152,7 @@ def test_starts_a_child_pytest_unmarked():
     # the module's name is made at run time: reading the test cannot see it, the check does
     subprocess.run([sys.executable, "-m", "".join(["py", "test"]), "--version"],
                    capture_output=True)
-'''
+"""
 
 
 @pytest.fixture
@@ -157,8 +166,15 @@ def inner(pytester: pytest.Pytester) -> Iterator[pytest.Pytester]:
 
 
 def test_collection_marks_each_test_by_what_it_uses(inner: pytest.Pytester) -> None:
-    fast = inner.runpytest("--collect-only", "-q", "-m", "not desktop and not e2e",
-                           "-p", "no:cacheprovider", "--strict-markers")
+    fast = inner.runpytest(
+        "--collect-only",
+        "-q",
+        "-m",
+        "not desktop and not e2e",
+        "-p",
+        "no:cacheprovider",
+        "--strict-markers",
+    )
     names = {line.split("::")[-1] for line in fast.outlines if "::" in line}
     assert names == {"test_pure", "test_starts_a_child_pytest_unmarked"}, fast.outlines
     desktop = inner.runpytest("--collect-only", "-q", "-m", "desktop", "-p", "no:cacheprovider")

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import base64
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
 from computer_env.errors import ModelEndpointError
-from fixtures.run.run_start import builtin_solutions_by_instruction
 from fixtures.cases.records.redact import redact, redact_obj, strip_url_credentials
+from fixtures.run.run_start import builtin_solutions_by_instruction
 from holo_agent import HoloComputerAgent
 from holo_agent.client import ChatClient, split_credentials
 from holo_agent.reference import DONE_STEP, ReferenceEndpoint
@@ -31,14 +31,19 @@ def test_any_url_user_info_is_redacted_registered_or_not() -> None:
     assert PASSWORD not in out and "u:p@" not in out
     assert "http://[REDACTED]@gpu1:8000/v1" in out and "https://[REDACTED]@proxy:3128" in out
     assert redact_obj({"endpoint": f"http://a:{PASSWORD}@h/v1"}) == {
-        "endpoint": "http://[REDACTED]@h/v1"}
-    assert strip_url_credentials("mail me: a@b.c, see http://h/x?u=a@b") == \
-        "mail me: a@b.c, see http://h/x?u=a@b"
+        "endpoint": "http://[REDACTED]@h/v1"
+    }
+    assert (
+        strip_url_credentials("mail me: a@b.c, see http://h/x?u=a@b")
+        == "mail me: a@b.c, see http://h/x?u=a@b"
+    )
 
 
 def test_chat_client_shows_the_url_without_credentials_and_sends_them() -> None:
     assert split_credentials(f"http://holo:{PASSWORD}@h:8000/v1") == (
-        "http://h:8000/v1", ("holo", PASSWORD))
+        "http://h:8000/v1",
+        ("holo", PASSWORD),
+    )
     assert split_credentials("http://h:8000/v1") == ("http://h:8000/v1", None)
     client = ChatClient(f"http://holo:{PASSWORD}@h:8000/v1")
     try:
@@ -51,8 +56,9 @@ def test_chat_client_shows_the_url_without_credentials_and_sends_them() -> None:
 def test_url_credentials_go_out_as_basic_auth_and_nowhere_else() -> None:
     """A real request: the endpoint receives ``Basic holo:PASSWORD`` (not a Bearer key); the
     agent's URL, settings and errors leave the password out."""
-    with ReferenceEndpoint(policy=lambda instruction, index, request: DONE_STEP,
-                           faults="status=500:100") as ep:
+    with ReferenceEndpoint(
+        policy=lambda instruction, index, request: DONE_STEP, faults="status=500:100"
+    ) as ep:
         url = ep.url.replace("http://", f"http://holo:{PASSWORD}@", 1)
         agent = HoloComputerAgent(url, "reference-policy", max_retries=1, backoff_base=0.01)
         with pytest.raises(ModelEndpointError) as info:
@@ -78,11 +84,22 @@ def endpoint() -> Iterator[ReferenceEndpoint]:
 
 @pytest.mark.desktop
 def test_a_run_with_credentials_in_the_base_url_writes_and_prints_none(
-        tmp_path: Path, endpoint: ReferenceEndpoint) -> None:
+    tmp_path: Path, endpoint: ReferenceEndpoint
+) -> None:
     url = endpoint.url.replace("http://", f"http://holo:{PASSWORD}@", 1)
     tasks = task_list_file(tmp_path, first_smoke_tasks(1, exclude_domains=("chrome",)))
-    run = run_suite(tmp_path, "cred", "--task-list", str(tasks), "-n0", "--base-url", url,
-                    "-v", "-o", f"cache_dir={tmp_path / 'pytest-cache'}")  # -v: the header too
+    run = run_suite(
+        tmp_path,
+        "cred",
+        "--task-list",
+        str(tasks),
+        "-n0",
+        "--base-url",
+        url,
+        "-v",
+        "-o",
+        f"cache_dir={tmp_path / 'pytest-cache'}",
+    )  # -v: the header too
     assert run.rc == 0, run.output[-3000:]
     (result,) = run.results().values()
     assert result["outcome"] == "passed", result

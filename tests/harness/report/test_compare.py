@@ -15,11 +15,12 @@ from pathlib import Path
 
 import pytest
 
+from fixtures.cases.records.result_format import Outcome
+from fixtures.cases.records.results import TaskResult, Versions, task_dir, write_result
 from fixtures.report.compare import CompareInputError, compare, format_comparison, load_side
 from fixtures.report.compare.analysis import side_info
 from fixtures.report.compare.model import Sample, Side
-from fixtures.cases.records.result_format import Outcome
-from fixtures.cases.records.results import TaskResult, Versions, task_dir, write_result
+from fixtures.report.summary import format_summary, summarize
 from fixtures.report.tables.stats import (
     flake_rate,
     mcnemar_exact,
@@ -27,7 +28,6 @@ from fixtures.report.tables.stats import (
     pass_at_k,
     pass_hat_k,
 )
-from fixtures.report.summary import format_summary, summarize
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -53,15 +53,17 @@ def test_paired_interval_hand_computed_and_scipy() -> None:
 
     # diffs 0.1, 0.3, 0.2: mean 0.2, s = 0.1, t(0.975, 2) = 4.303 (t table)
     lo, hi = paired_interval([0.1, 0.3, 0.2])
-    assert (lo, hi) == pytest.approx((0.2 - 4.302653 * 0.1 / math.sqrt(3),
-                                      0.2 + 4.302653 * 0.1 / math.sqrt(3)), abs=1e-5)
+    assert (lo, hi) == pytest.approx(
+        (0.2 - 4.302653 * 0.1 / math.sqrt(3), 0.2 + 4.302653 * 0.1 / math.sqrt(3)), abs=1e-5
+    )
     assert paired_interval([1.0]) is None
     assert paired_interval([0.0, 0.0, 0.0]) == (0.0, 0.0)
     a = [1, 1, 0, 0, 1, 0, 1, 1, 0, 1, 0.5, 0.25]
     b = [1, 0, 1, 0, 1, 1, 1, 1, 1, 1, 0.75, 0.25]
     ci = ttest_rel(b, a).confidence_interval(0.95)
     assert paired_interval([y - x for x, y in zip(a, b)]) == pytest.approx(
-        (ci.low, ci.high), abs=1e-9)
+        (ci.low, ci.high), abs=1e-9
+    )
 
 
 def test_pass_hat_k_and_flake_rate() -> None:
@@ -81,14 +83,14 @@ def test_pass_hat_k_and_flake_rate() -> None:
 # (domain, task_id, score on A, score on B); None: attempted, unscored; "-": not attempted
 TABLE = [
     ("chrome", "t1", 1.0, 1.0),
-    ("chrome", "t2", 1.0, 0.0),   # pass -> fail
-    ("chrome", "t3", 0.0, 1.0),   # fail -> pass
+    ("chrome", "t2", 1.0, 0.0),  # pass -> fail
+    ("chrome", "t3", 0.0, 1.0),  # fail -> pass
     ("chrome", "t4", 0.0, 0.0),
     ("os", "t5", 1.0, 1.0),
-    ("os", "t6", 0.0, 1.0),       # fail -> pass
-    ("os", "t7", None, 0.0),      # scored on B only: A's unscored case is no failure
-    ("os", "t8", 1.0, None),      # scored on A only
-    ("gimp", "t9", 1.0, "-"),     # only A attempted
+    ("os", "t6", 0.0, 1.0),  # fail -> pass
+    ("os", "t7", None, 0.0),  # scored on B only: A's unscored case is no failure
+    ("os", "t8", 1.0, None),  # scored on A only
+    ("gimp", "t9", 1.0, "-"),  # only A attempted
     ("vs_code", "t10", "-", 1.0),  # only B attempted
 ]
 
@@ -100,9 +102,15 @@ def write_run(run_dir: Path, column: int, model: str = "Org/Model-1") -> Path:
             continue
         assert score is None or isinstance(score, float)
         outcome: Outcome = "unscored" if score is None else ("passed" if score >= 1.0 else "failed")
-        result = TaskResult(benchmark="osworld", case_id=f"{domain}/{task_id}", domain=domain,
-                            task_id=task_id, outcome=outcome, score=score,
-                            versions=Versions(model=model))
+        result = TaskResult(
+            benchmark="osworld",
+            case_id=f"{domain}/{task_id}",
+            domain=domain,
+            task_id=task_id,
+            outcome=outcome,
+            score=score,
+            versions=Versions(model=model),
+        )
         folder = task_dir(run_dir, model, result.case_id)
         write_result(folder, result)
         (folder / "replay.html").write_text(f"<title>replay {task_id}</title>")
@@ -124,15 +132,21 @@ def write_osworld_tree(root: Path, column: int) -> Path:
 
 def write_csv(path: Path, column: int) -> Path:
     lines = ["domain,task_id,score"]
-    lines += [f"{r[0]},{r[1]},{'' if r[column] is None else r[column]}"
-              for r in TABLE if r[column] != "-"]
+    lines += [
+        f"{r[0]},{r[1]},{'' if r[column] is None else r[column]}" for r in TABLE if r[column] != "-"
+    ]
     path.write_text("\n".join(lines) + "\n")
     return path
 
 
 def write_jsonl(path: Path, column: int) -> Path:
-    path.write_text("".join(json.dumps({"domain": r[0], "example_id": r[1], "score": r[column]})
-                            + "\n" for r in TABLE if r[column] != "-"))
+    path.write_text(
+        "".join(
+            json.dumps({"domain": r[0], "example_id": r[1], "score": r[column]}) + "\n"
+            for r in TABLE
+            if r[column] != "-"
+        )
+    )
     return path
 
 
@@ -149,9 +163,13 @@ def check_hand_computed(sides: list[Side]) -> None:
     half = 2.570582 * math.sqrt(102 / 36 / 5 / 6)
     assert o.ci95 == pytest.approx((1 / 6 - half, 1 / 6 + half), abs=1e-5)
     kinds = {f.key: f.kind for f in pair.flips}
-    assert kinds == {"chrome/t2": "pass->fail", "chrome/t3": "fail->pass",
-                     "os/t6": "fail->pass", "os/t7": "scored on B only",
-                     "os/t8": "scored on A only"}
+    assert kinds == {
+        "chrome/t2": "pass->fail",
+        "chrome/t3": "fail->pass",
+        "os/t6": "fail->pass",
+        "os/t7": "scored on B only",
+        "os/t8": "scored on A only",
+    }
     assert pair.only_a == ["gimp/t9"] and pair.only_b == ["vs_code/t10"]
     chrome, os_ = pair.by_domain["chrome"], pair.by_domain["os"]
     assert (chrome.n, chrome.delta, chrome.pass_to_fail, chrome.fail_to_pass) == (4, 0.0, 1, 1)
@@ -164,9 +182,11 @@ def check_hand_computed(sides: list[Side]) -> None:
         f"{pair.cards.statement} — "
         f"{pair.b} is 16.7 points higher than {pair.a}, 95 % CI "
         f"[{100 * o.ci95[0]:.1f}, {100 * o.ci95[1]:.1f}], p = 1.000, 3 tasks flipped "
-        "(2 fail->pass, 1 pass->fail) over 6 tasks scored on both")
+        "(2 fail->pass, 1 pass->fail) over 6 tasks scored on both"
+    )
     assert pair.cards.statement.startswith(
-        f"Comparability unknown: {pair.a} and {pair.b} have no harness card")
+        f"Comparability unknown: {pair.a} and {pair.b} have no harness card"
+    )
     # unscored never counts as a failure: A's mean is over its 8 scored tasks (t1 t2 t5 t8 t9)
     a_info = c.sides[0]
     assert a_info.scored_tasks == 8 and a_info.unscored_tasks == 1
@@ -211,16 +231,23 @@ def test_threshold_for_tables(tmp_path: Path) -> None:
     assert [s.outcome for s in load_side(a, threshold=0.5).samples] == ["passed", "passed"]
 
 
-@pytest.mark.parametrize("content, message", [
-    ("domain,score\nos,1\n", "missing column(s) task_id"),
-    ("domain,task_id,score\nos,x,high\n", ":2: column 'score': not a score: 'high'"),
-    ("domain,task_id,score\n,x,1\n", ":2: column 'domain' is empty"),
-    ("domain,task_id,score\nos,x,1\nos,x,0\n", "task os/x appears twice"),
-    ("domain,task_id,score,sample\nos,x,1,first\n", "column 'sample': not an integer"),
-    ("domain,task_id,score\nos,x,1\nos,y,75\n", ":3: column 'score': score 75 is outside [0, 1]"),
-])
-def test_bad_tables_name_the_file_line_and_column(tmp_path: Path, content: str,
-                                                  message: str) -> None:
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ("domain,score\nos,1\n", "missing column(s) task_id"),
+        ("domain,task_id,score\nos,x,high\n", ":2: column 'score': not a score: 'high'"),
+        ("domain,task_id,score\n,x,1\n", ":2: column 'domain' is empty"),
+        ("domain,task_id,score\nos,x,1\nos,x,0\n", "task os/x appears twice"),
+        ("domain,task_id,score,sample\nos,x,1,first\n", "column 'sample': not an integer"),
+        (
+            "domain,task_id,score\nos,x,1\nos,y,75\n",
+            ":3: column 'score': score 75 is outside [0, 1]",
+        ),
+    ],
+)
+def test_bad_tables_name_the_file_line_and_column(
+    tmp_path: Path, content: str, message: str
+) -> None:
     path = tmp_path / "bad.csv"
     path.write_text(content)
     with pytest.raises(CompareInputError) as exc:
@@ -265,16 +292,35 @@ def test_bad_inputs_are_named(tmp_path: Path) -> None:
 
 def side(label: str, rows: list[tuple[str, int | None, Outcome]]) -> Side:
     """A side from (task key, sample, outcome) rows; passed scores 1, failed 0."""
-    samples = [Sample(key=k, domain=k.split("/")[0], task_id=k.split("/")[1], category="OS",
-                      sample=i, outcome=o, score=None if o == "unscored" else float(o == "passed"))
-               for k, i, o in rows]
+    samples = [
+        Sample(
+            key=k,
+            domain=k.split("/")[0],
+            task_id=k.split("/")[1],
+            category="OS",
+            sample=i,
+            outcome=o,
+            score=None if o == "unscored" else float(o == "passed"),
+        )
+        for k, i, o in rows
+    ]
     return Side(label=label, path=label, kind="table", samples=samples)
 
 
 def test_samples_pass_hat_k_flaky_and_mcnemar_on_stable_tasks() -> None:
-    a = side("A", [("os/x", 0, "passed"), ("os/x", 1, "failed"), ("os/x", 2, "passed"),
-                   ("os/x", 3, "failed"), ("os/y", 0, "passed"), ("os/y", 1, "passed"),
-                   ("os/y", 2, "passed"), ("os/y", 3, "passed")])
+    a = side(
+        "A",
+        [
+            ("os/x", 0, "passed"),
+            ("os/x", 1, "failed"),
+            ("os/x", 2, "passed"),
+            ("os/x", 3, "failed"),
+            ("os/y", 0, "passed"),
+            ("os/y", 1, "passed"),
+            ("os/y", 2, "passed"),
+            ("os/y", 3, "passed"),
+        ],
+    )
     info = side_info(a)
     assert info.samples == 4 and info.pass_at_k == 1.0
     assert info.pass_hat_k == pytest.approx(0.5)  # x: C(2,4)=0; y: 1
@@ -291,8 +337,9 @@ def test_samples_pass_hat_k_flaky_and_mcnemar_on_stable_tasks() -> None:
 def test_three_sides_name_tasks_that_flip_across_runs() -> None:
     a = side("run1", [("os/x", None, "passed"), ("os/y", None, "passed"), ("os/z", None, "failed")])
     b = side("run2", [("os/x", None, "failed"), ("os/y", None, "passed"), ("os/z", None, "failed")])
-    c = side("run2", [("os/x", None, "passed"), ("os/y", None, "passed"),
-                      ("os/z", None, "unscored")])
+    c = side(
+        "run2", [("os/x", None, "passed"), ("os/y", None, "passed"), ("os/z", None, "unscored")]
+    )
     comparison = compare([a, b, c])
     assert [s.label for s in comparison.sides] == ["run1", "run2", "run2#2"]
     assert len(comparison.pairs) == 2
@@ -308,7 +355,8 @@ def test_nothing_in_common_and_identical_runs() -> None:
     assert "nothing to compare" in compare([a, b]).pairs[0].verdict
     same = compare([a, side("B", [("os/x", None, "passed")])]).pairs[0]
     assert same.verdict.partition(" — ")[2].startswith(
-        "B is level with A (0.0 points), 95 % CI —, p = 1.000, 0 tasks")
+        "B is level with A (0.0 points), 95 % CI —, p = 1.000, 0 tasks"
+    )
     with pytest.raises(ValueError):
         compare([a])
 
@@ -317,10 +365,18 @@ def test_summary_reports_pass_hat_k_and_flaky_cases() -> None:
     results = []
     for task, outcomes in (("x", "PFPF"), ("y", "PPPP"), ("z", "FFFF")):
         for i, o in enumerate(outcomes):
-            results.append(TaskResult(
-                benchmark="osworld", case_id=f"os/{task}", domain="os", task_id=task, sample=i,
-                outcome="passed" if o == "P" else "failed", score=float(o == "P"),
-                versions=Versions(model="m")))
+            results.append(
+                TaskResult(
+                    benchmark="osworld",
+                    case_id=f"os/{task}",
+                    domain="os",
+                    task_id=task,
+                    sample=i,
+                    outcome="passed" if o == "P" else "failed",
+                    score=float(o == "P"),
+                    versions=Versions(model="m"),
+                )
+            )
     s = summarize(results, reference_policy=False)
     assert s.samples == 4 and s.pass_at_k == pytest.approx(2 / 3)
     assert s.pass_hat_k == pytest.approx(1 / 3)
@@ -333,8 +389,22 @@ def test_cli_prints_verdict_and_writes_page_and_json(tmp_path: Path) -> None:
     a, b = write_run(tmp_path / "runA", 2), write_csv(tmp_path / "sheet.csv", 3)
     out_html, out_json = tmp_path / "cmp.html", tmp_path / "cmp.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "fixtures.report.compare", str(a), str(b), "--html", str(out_html),
-         "--json", str(out_json)], cwd=ROOT, capture_output=True, text=True, timeout=120)
+        [
+            sys.executable,
+            "-m",
+            "fixtures.report.compare",
+            str(a),
+            str(b),
+            "--html",
+            str(out_html),
+            "--json",
+            str(out_json),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "sheet is 16.7 points higher than runA" in proc.stdout
     assert "pass->fail (1):\n  chrome/t2  1 -> 0" in proc.stdout
@@ -345,8 +415,13 @@ def test_cli_prints_verdict_and_writes_page_and_json(tmp_path: Path) -> None:
     assert saved.pairs[0].overall.n == 6
     page = out_html.read_text()
     assert 'href="runA/Org_Model-1/chrome/t2/replay.html"' in page
-    bad = subprocess.run([sys.executable, "-m", "fixtures.report.compare", str(a), str(tmp_path / "no")],
-                         cwd=ROOT, capture_output=True, text=True, timeout=120)
+    bad = subprocess.run(
+        [sys.executable, "-m", "fixtures.report.compare", str(a), str(tmp_path / "no")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert bad.returncode == 2 and "no such file or folder" in bad.stderr
 
 
@@ -362,8 +437,14 @@ def test_page_escapes_everything(tmp_path: Path) -> None:
 
 def test_cases_skipped_before_any_model_belong_to_the_run(tmp_path: Path) -> None:
     run = write_run(tmp_path / "run", 2)
-    skipped = TaskResult(benchmark="osworld", case_id="chrome/t11", domain="chrome",
-                         task_id="t11", outcome="skipped", message="needs the internet")
+    skipped = TaskResult(
+        benchmark="osworld",
+        case_id="chrome/t11",
+        domain="chrome",
+        task_id="t11",
+        outcome="skipped",
+        message="needs the internet",
+    )
     write_result(task_dir(run, "unknown", skipped.case_id), skipped)
     side = load_side(run)
     assert side.model == "Org/Model-1" and len(side.samples) == 10

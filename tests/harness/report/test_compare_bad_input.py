@@ -11,25 +11,39 @@ from pathlib import Path
 
 import pytest
 
-from fixtures.report.compare import CompareInputError, compare, load_side
 from fixtures.cases.records.result_format import Outcome
 from fixtures.cases.records.results import TaskResult, Versions, task_dir, write_result
+from fixtures.report.compare import CompareInputError, compare, load_side
 
 ROOT = Path(__file__).resolve().parents[3]
 GOOD_CSV = "domain,task_id,score\nos,a,1\nos,b,0\n"
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "fixtures.report.compare", *args], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "fixtures.report.compare", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def _run(folder: Path, scores: dict[str, float | None], model: str = "Org/M") -> Path:
     for task_id, score in scores.items():
         outcome: Outcome = "unscored" if score is None else ("passed" if score >= 1 else "failed")
-        write_result(task_dir(folder, model, f"os/{task_id}"), TaskResult(
-            benchmark="osworld", case_id=f"os/{task_id}", domain="os", task_id=task_id,
-            outcome=outcome, score=score, versions=Versions(model=model)))
+        write_result(
+            task_dir(folder, model, f"os/{task_id}"),
+            TaskResult(
+                benchmark="osworld",
+                case_id=f"os/{task_id}",
+                domain="os",
+                task_id=task_id,
+                outcome=outcome,
+                score=score,
+                versions=Versions(model=model),
+            ),
+        )
     return folder
 
 
@@ -57,13 +71,17 @@ def test_non_utf8_osworld_result_txt_is_named(tmp_path: Path) -> None:
         load_side(tmp_path / "tree")
 
 
-@pytest.mark.parametrize("content, line, message", [
-    ("domain,task_id,score\nos,a,1\nos,b,0,extra\n", 3, "4 fields, more than the header's 3"),
-    ("domain,task_id,score\nos,a,1,,\n", 2, "5 fields, more than the header's 3"),
-    ("domain,task_id,score\nos,a\n", 2, "2 fields, fewer than the header's 3"),
-])
-def test_rows_with_another_field_count_are_refused(tmp_path: Path, content: str, line: int,
-                                                   message: str) -> None:
+@pytest.mark.parametrize(
+    "content, line, message",
+    [
+        ("domain,task_id,score\nos,a,1\nos,b,0,extra\n", 3, "4 fields, more than the header's 3"),
+        ("domain,task_id,score\nos,a,1,,\n", 2, "5 fields, more than the header's 3"),
+        ("domain,task_id,score\nos,a\n", 2, "2 fields, fewer than the header's 3"),
+    ],
+)
+def test_rows_with_another_field_count_are_refused(
+    tmp_path: Path, content: str, line: int, message: str
+) -> None:
     path = tmp_path / "t.csv"
     path.write_text(content)
     with pytest.raises(CompareInputError) as exc:
@@ -91,19 +109,29 @@ def test_a_score_is_empty_or_a_number_in_0_1(tmp_path: Path) -> None:
         assert f"{path}:3: column 'score': " in str(exc.value), score
     jsonl = tmp_path / "t.jsonl"
     for score in BAD_JSON_SCORES:
-        jsonl.write_text('{"domain": "os", "task_id": "a", "score": 1}\n'
-                         f'{{"domain": "os", "task_id": "b", "score": {score}}}\n')
+        jsonl.write_text(
+            '{"domain": "os", "task_id": "a", "score": 1}\n'
+            f'{{"domain": "os", "task_id": "b", "score": {score}}}\n'
+        )
         with pytest.raises(CompareInputError) as exc:
             load_side(jsonl)
         assert f"{jsonl}:2: column 'score': " in str(exc.value), score
     # what stays readable: empty (unscored) and the edges of [0, 1]
     path.write_text("domain,task_id,score\nos,a,\nos,b,0\nos,c,1.0\nos,d, \n")
-    jsonl.write_text("".join(json.dumps({"domain": "os", "task_id": t, "score": s}) + "\n"
-                             for t, s in (("a", None), ("b", 0), ("c", 1), ("d", ""))))
+    jsonl.write_text(
+        "".join(
+            json.dumps({"domain": "os", "task_id": t, "score": s}) + "\n"
+            for t, s in (("a", None), ("b", 0), ("c", 1), ("d", ""))
+        )
+    )
     for table in (path, jsonl):
         got = {s.task_id: (s.outcome, s.score) for s in load_side(table).samples}
-        assert got == {"a": ("unscored", None), "b": ("failed", 0.0), "c": ("passed", 1.0),
-                       "d": ("unscored", None)}
+        assert got == {
+            "a": ("unscored", None),
+            "b": ("failed", 0.0),
+            "c": ("passed", 1.0),
+            "d": ("unscored", None),
+        }
 
 
 def test_an_unreadable_result_json_is_named_and_its_task_unscored(tmp_path: Path) -> None:
@@ -114,24 +142,32 @@ def test_an_unreadable_result_json_is_named_and_its_task_unscored(tmp_path: Path
     side = load_side(b)
     t3 = [s for s in side.samples if s.key == "os/t3"]
     assert [(s.outcome, s.score) for s in t3] == [("unscored", None)]
-    assert any(str(broken) in note and "os/t3 counted as unscored" in note
-               for note in side.notes)
+    assert any(str(broken) in note and "os/t3 counted as unscored" in note for note in side.notes)
     pair = compare([load_side(a), side]).pairs[0]
     assert "os/t3" not in pair.only_a  # not "only A attempted": B's file is there, unreadable
     assert {f.key: f.kind for f in pair.flips}["os/t3"] == "scored on A only"
     proc = _cli(str(a), str(b))
     assert proc.returncode == 0, proc.stderr
-    assert f"warning: B: unreadable result file, os/t3 counted as unscored: {broken}" \
-        in proc.stderr
+    assert f"warning: B: unreadable result file, os/t3 counted as unscored: {broken}" in proc.stderr
     assert str(broken) in proc.stdout and "os/t3" in proc.stdout
 
 
 def test_an_unreadable_sample_result_keeps_its_sample(tmp_path: Path) -> None:
     run = tmp_path / "R"
     for k in (0, 1):
-        write_result(task_dir(run, "Org/M", "os/t1", k), TaskResult(
-            benchmark="osworld", case_id="os/t1", domain="os", task_id="t1", sample=k,
-            outcome="passed", score=1.0, versions=Versions(model="Org/M")))
+        write_result(
+            task_dir(run, "Org/M", "os/t1", k),
+            TaskResult(
+                benchmark="osworld",
+                case_id="os/t1",
+                domain="os",
+                task_id="t1",
+                sample=k,
+                outcome="passed",
+                score=1.0,
+                versions=Versions(model="Org/M"),
+            ),
+        )
     (task_dir(run, "Org/M", "os/t1", 1) / "result.json").write_bytes(b"\xff{")
     got = sorted((s.sample, s.outcome) for s in load_side(run).samples)
     assert got == [(0, "passed"), (1, "unscored")]

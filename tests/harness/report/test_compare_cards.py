@@ -22,8 +22,13 @@ from tests.harness.helpers.parsed_settings import settings_of
 
 ROOT = Path(__file__).resolve().parents[3]
 # (case, score on A, score on B)
-CASES = [("os/t1", 1.0, 1.0), ("os/t2", 1.0, 0.0), ("os/t3", 0.0, 1.0), ("os/t4", 0.0, 0.0),
-         ("os/t5", 1.0, 1.0)]
+CASES = [
+    ("os/t1", 1.0, 1.0),
+    ("os/t2", 1.0, 0.0),
+    ("os/t3", 0.0, 1.0),
+    ("os/t4", 0.0, 0.0),
+    ("os/t5", 1.0, 1.0),
+]
 
 
 def osworld_root(folder: Path, changed: str | None = None) -> Path:
@@ -32,24 +37,40 @@ def osworld_root(folder: Path, changed: str | None = None) -> Path:
     for case, _, _ in CASES:
         path = folder / "examples" / f"{case}.json"
         path.parent.mkdir(parents=True, exist_ok=True)
-        task = {"id": case.split("/")[1], "instruction": f"Do {case}.", "config": [],
-                "evaluator": {"func": "infeasible"}}
+        task = {
+            "id": case.split("/")[1],
+            "instruction": f"Do {case}.",
+            "config": [],
+            "evaluator": {"func": "infeasible"},
+        }
         if case == changed:
             task["instruction"] += " And more."
         path.write_text(json.dumps(task))
     return folder
 
 
-def write_run(run_dir: Path, column: int, root: Path, *args: str, model: str = "holo",
-              desktop: str = "OSWorld VM") -> Path:
+def write_run(
+    run_dir: Path,
+    column: int,
+    root: Path,
+    *args: str,
+    model: str = "holo",
+    desktop: str = "OSWorld VM",
+) -> Path:
     """A run folder: a result per case and the card of a run given ``args``."""
     results = []
     for case, *scores in CASES:
         domain, task_id = case.split("/")
         score = scores[column - 1]
-        r = TaskResult(benchmark="osworld", case_id=case, domain=domain, task_id=task_id,
-                       outcome="passed" if score else "failed", score=score,
-                       versions=Versions(model=model, desktop=desktop))
+        r = TaskResult(
+            benchmark="osworld",
+            case_id=case,
+            domain=domain,
+            task_id=task_id,
+            outcome="passed" if score else "failed",
+            score=score,
+            versions=Versions(model=model, desktop=desktop),
+        )
         write_result(task_dir(run_dir, model, case), r)
         results.append(r)
     s = settings_of("--osworld-root", str(root), "--base-url", "http://gpu:8000/v1", *args)
@@ -67,8 +88,14 @@ def pair_of(a: Path, b: Path, **kw: Any) -> Any:
 
 
 def cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "fixtures.report.compare", *map(str, args)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "fixtures.report.compare", *map(str, args)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
 
 
 def test_identical_protocols_are_comparable(tmp_path: Path, root: Path) -> None:
@@ -76,25 +103,31 @@ def test_identical_protocols_are_comparable(tmp_path: Path, root: Path) -> None:
     b = write_run(tmp_path / "B", 2, root, model="holo-2")  # another model: what is compared
     pair = pair_of(a, b)
     assert pair.cards.comparable is True, pair.cards.statement
-    assert pair.verdict.startswith("Comparable: same task content, desktop kind, step budget, "
-                                   "sampling and prompt — B is level with A")
+    assert pair.verdict.startswith(
+        "Comparable: same task content, desktop kind, step budget, "
+        "sampling and prompt — B is level with A"
+    )
     assert [d.field for d in pair.cards.differences if d.impact != "info"] == []
     assert "model" in [d.label for d in pair.cards.differences]  # shown, never marked
 
 
-@pytest.mark.parametrize(("option", "a_value", "b_value", "named"), [
-    ("--temperature", "0.8", "0", "temperature (A 0.8, B 0)"),
-    ("--max-steps", "50", "100", "step budget (A 50, B 100)"),
-])
+@pytest.mark.parametrize(
+    ("option", "a_value", "b_value", "named"),
+    [
+        ("--temperature", "0.8", "0", "temperature (A 0.8, B 0)"),
+        ("--max-steps", "50", "100", "step budget (A 50, B 100)"),
+    ],
+)
 def test_a_sampling_or_budget_difference_is_named_in_the_verdict(
-        tmp_path: Path, root: Path, option: str, a_value: str, b_value: str,
-        named: str) -> None:
+    tmp_path: Path, root: Path, option: str, a_value: str, b_value: str, named: str
+) -> None:
     a = write_run(tmp_path / "A", 1, root, option, a_value)
     b = write_run(tmp_path / "B", 2, root, option, b_value)
     pair = pair_of(a, b)
     assert pair.cards.comparable is False
-    assert pair.verdict.startswith(f"NOT COMPARABLE: B and A differ in {named} — B is "), \
+    assert pair.verdict.startswith(f"NOT COMPARABLE: B and A differ in {named} — B is "), (
         pair.verdict
+    )
     (diff,) = pair.cards.blocking
     assert diff.impact == "comparability"
     text = format_comparison(compare([load_side(a), load_side(b)]))
@@ -104,15 +137,18 @@ def test_a_sampling_or_budget_difference_is_named_in_the_verdict(
 
 
 def test_other_task_files_make_runs_not_comparable_before_any_p_value(
-        tmp_path: Path, root: Path) -> None:
+    tmp_path: Path, root: Path
+) -> None:
     other = osworld_root(tmp_path / "osworld-edited", changed="os/t3")
     a = write_run(tmp_path / "A", 1, root)
     b = write_run(tmp_path / "B", 2, other, "--temperature", "0.5")
     pair = pair_of(a, b)
     assert pair.cards.comparable is False
     statement, _, numbers = pair.verdict.partition(" — ")
-    assert statement.startswith("NOT COMPARABLE: B and A differ in task content "
-                                "(A 5 shared task(s), B 1 of them with other task files (os/t3))")
+    assert statement.startswith(
+        "NOT COMPARABLE: B and A differ in task content "
+        "(A 5 shared task(s), B 1 of them with other task files (os/t3))"
+    )
     assert statement.index("task content") < statement.index("temperature")  # content first
     assert "p = " in numbers and "p = " not in statement
 
@@ -137,7 +173,8 @@ def test_other_desktop_kinds_are_not_comparable(tmp_path: Path, root: Path) -> N
 
 
 def test_a_score_moving_difference_is_named_and_the_runs_stay_comparable(
-        tmp_path: Path, root: Path) -> None:
+    tmp_path: Path, root: Path
+) -> None:
     a = write_run(tmp_path / "A", 1, root, "--infra-reruns", "0")
     b = write_run(tmp_path / "B", 2, root)
     card_b = json.loads((b / "card.json").read_text())
@@ -147,7 +184,8 @@ def test_a_score_moving_difference_is_named_and_the_runs_stay_comparable(
     assert cards.comparable is True
     assert cards.statement.startswith(
         "Comparable: same task content, desktop kind, step budget, sampling and prompt; but "
-        "differences that can move a score: ")
+        "differences that can move a score: "
+    )
     assert "infra reruns (A 0, B 2)" in cards.statement
     assert "OSWorld code (A desktop-env" in cards.statement
     assert {d.impact for d in cards.score_moving} == {"score"}
@@ -170,8 +208,7 @@ def test_strict_refuses_what_is_not_comparable(tmp_path: Path, root: Path) -> No
         assert plain.returncode == 0 and "NOT COMPARABLE" in plain.stdout and words in plain.stdout
 
 
-def test_a_sheet_is_checked_against_the_published_protocol_it_assumes(
-        tmp_path: Path) -> None:
+def test_a_sheet_is_checked_against_the_published_protocol_it_assumes(tmp_path: Path) -> None:
     """A per-task sheet has no card: with --assume-protocol osworld-verified-50 a built-in run
     on the embedded desktop with the reference endpoint and 100 steps is named not comparable,
     for each reason; without it the comparability is unknown; --strict refuses both."""
@@ -180,21 +217,33 @@ def test_a_sheet_is_checked_against_the_published_protocol_it_assumes(
     results = []
     for case, score, _ in CASES:
         domain, task_id = case.split("/")
-        r = TaskResult(benchmark="osworld", case_id=case, domain=domain, task_id=task_id,
-                       outcome="passed" if score else "failed", score=score,
-                       versions=Versions(model="reference-policy", desktop="embedded desktop"))
+        r = TaskResult(
+            benchmark="osworld",
+            case_id=case,
+            domain=domain,
+            task_id=task_id,
+            outcome="passed" if score else "failed",
+            score=score,
+            versions=Versions(model="reference-policy", desktop="embedded desktop"),
+        )
         write_result(task_dir(run, "reference-policy", case), r)
         results.append(r)
     write_card(run, build_card(RunInputs(s, "run"), results, complete=True))
     sheet = tmp_path / "published.csv"
-    sheet.write_text("domain,task_id,score\n" + "".join(
-        f"{c.split('/')[0]},{c.split('/')[1]},{b}\n" for c, _, b in CASES))
+    sheet.write_text(
+        "domain,task_id,score\n"
+        + "".join(f"{c.split('/')[0]},{c.split('/')[1]},{b}\n" for c, _, b in CASES)
+    )
     assumed = cli(sheet, run, "--assume-protocol", "osworld-verified-50")
     assert assumed.returncode == 0, assumed.stderr
     verdict = next(line for line in assumed.stdout.splitlines() if "NOT COMPARABLE" in line)
     assert "published is assumed made under the published protocol osworld-verified-50" in verdict
-    for words in ("step budget 100, published 50", "embedded desktop",
-                  "reference endpoint played", "built-in tasks"):
+    for words in (
+        "step budget 100, published 50",
+        "embedded desktop",
+        "reference endpoint played",
+        "built-in tasks",
+    ):
         assert words in verdict, words
     unknown = cli(sheet, run)
     assert "Comparability unknown: published has no harness card" in unknown.stdout

@@ -25,7 +25,7 @@ pytest_plugins = ["pytester"]
 ROOT = Path(__file__).resolve().parents[3]
 CHROMIUM = "/usr/bin/chromium"
 
-TESTS = r'''
+TESTS = r"""
 import pytest
 
 SPECS = [
@@ -42,13 +42,19 @@ def test_case(spec):
     if spec["outcome"] == "unscored":
         pytest.xfail("infra: network: proxy down")
     assert spec["outcome"] == "passed"
-'''
+"""
 
 # the baseline A: (case, score); B above: aa11 fail->pass, bb22 pass->fail, dd44 scored on A
 # only (B could not score it), gimp/ff66 only A attempted. Paired: aa11 bb22 cc33 ee55:
 # A = 2/4, B = (1 + 0 + 1 + 0.5)/4: 12.5 points higher; McNemar b = c = 1: p = 1.
-BASELINE = [("chrome/aa11", 0.0), ("chrome/bb22", 1.0), ("libreoffice_calc/cc33", 1.0),
-            ("os/dd44", 1.0), ("text_editor/ee55", 0.0), ("gimp/ff66", 1.0)]
+BASELINE = [
+    ("chrome/aa11", 0.0),
+    ("chrome/bb22", 1.0),
+    ("libreoffice_calc/cc33", 1.0),
+    ("os/dd44", 1.0),
+    ("text_editor/ee55", 0.0),
+    ("gimp/ff66", 1.0),
+]
 
 
 def write_baseline(kind: str, where: Path) -> tuple[Path, str]:
@@ -57,9 +63,15 @@ def write_baseline(kind: str, where: Path) -> tuple[Path, str]:
         run = where / "base"
         for case, score in BASELINE:
             domain, task_id = case.split("/")
-            result = TaskResult(benchmark="osworld", case_id=case, domain=domain,
-                                task_id=task_id, outcome="passed" if score == 1 else "failed",
-                                score=score, versions=Versions(model="Org/Model-1"))
+            result = TaskResult(
+                benchmark="osworld",
+                case_id=case,
+                domain=domain,
+                task_id=task_id,
+                outcome="passed" if score == 1 else "failed",
+                score=score,
+                versions=Versions(model="Org/Model-1"),
+            )
             folder = task_dir(run, "Org/Model-1", case)
             write_result(folder, result)
             (folder / "replay.html").write_text(f"<title>replay A {task_id}</title><h1>A</h1>")
@@ -74,32 +86,45 @@ def write_baseline(kind: str, where: Path) -> tuple[Path, str]:
         return tree, "base-model"
     where.mkdir(parents=True, exist_ok=True)
     sheet = where / "published.csv"
-    sheet.write_text("domain,task_id,score\n" + "".join(
-        f"{c.split('/')[0]},{c.split('/')[1]},{s}\n" for c, s in BASELINE))
+    sheet.write_text(
+        "domain,task_id,score\n"
+        + "".join(f"{c.split('/')[0]},{c.split('/')[1]},{s}\n" for c, s in BASELINE)
+    )
     return sheet, "published"
 
 
 def run_suite(pytester: pytest.Pytester, kind: str) -> tuple[Path, Path, str]:
     baseline, label = write_baseline(kind, pytester.path / "baselines")
     run_dir = pytester.path / "results" / "run1"
-    pytester.makeconftest(report_conftest(
-        run_dir, model="Org/Model-2", reference_policy=False, compare_to=baseline,
-        replay="<title>replay B {task_id}</title><h1>B</h1>"))
+    pytester.makeconftest(
+        report_conftest(
+            run_dir,
+            model="Org/Model-2",
+            reference_policy=False,
+            compare_to=baseline,
+            replay="<title>replay B {task_id}</title><h1>B</h1>",
+        )
+    )
     pytester.makepyfile(test_suite=TESTS)
     report = pytester.path / "out" / "report.html"
     result = pytester.runpytest("--html", str(report), "-p", "no:cacheprovider")
     result.assert_outcomes(passed=2, failed=2, xfailed=1)
-    result.stdout.fnmatch_lines([
-        f"*comparison with {label}*",
-        f"Comparability unknown: * — run1 is 12.5 points higher than {label}, 95 % CI *, "
-        "p = 1.000, 2 tasks flipped "
-        "(1 fail->pass, 1 pass->fail) over 4 tasks scored on both",
-        "pass->fail (1):", "  chrome/bb22  1 -> 0",
-        "fail->pass (1):", "  chrome/aa11  0 -> 1",
-        f"scored on {label} only (1):", "  os/dd44  1 -> unscored",
-        f"only {label} attempted (1): gimp/ff66",
-        "comparison page: *compare.html",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            f"*comparison with {label}*",
+            f"Comparability unknown: * — run1 is 12.5 points higher than {label}, 95 % CI *, "
+            "p = 1.000, 2 tasks flipped "
+            "(1 fail->pass, 1 pass->fail) over 4 tasks scored on both",
+            "pass->fail (1):",
+            "  chrome/bb22  1 -> 0",
+            "fail->pass (1):",
+            "  chrome/aa11  0 -> 1",
+            f"scored on {label} only (1):",
+            "  os/dd44  1 -> unscored",
+            f"only {label} attempted (1): gimp/ff66",
+            "comparison page: *compare.html",
+        ]
+    )
     assert (run_dir / "compare.html").is_file() and (run_dir / "compare.json").is_file()
     text = report.read_text()
     assert "points higher than" in text and 'href="../results/run1/compare.html"' in text
@@ -120,9 +145,17 @@ def test_compare_to_run_folder_in_browser(pytester: pytest.Pytester, tmp_path: P
         pytest.skip("Chromium is not installed")
     sync_api = pytest.importorskip("playwright.sync_api")
     with sync_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=[
-            "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-            "--disable-component-update", "--disable-sync"])
+        browser = pw.chromium.launch(
+            executable_path=CHROMIUM,
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+            ],
+        )
         try:
             page = browser.new_page(viewport={"width": 1280, "height": 1400})
             page.goto(report.as_uri())
@@ -138,8 +171,10 @@ def test_compare_to_run_folder_in_browser(pytester: pytest.Pytester, tmp_path: P
             assert page.locator("svg.compare-chart rect.side-1").count() == 5
             rows = page.locator("table.flips tr.flip").all_inner_texts()
             assert [r.split("\t")[:2] for r in rows] == [
-                ["chrome/bb22", "pass→fail"], ["chrome/aa11", "fail→pass"],
-                ["os/dd44", f"scored on {label} only"]]
+                ["chrome/bb22", "pass→fail"],
+                ["chrome/aa11", "fail→pass"],
+                ["os/dd44", f"scored on {label} only"],
+            ]
             for cls, side in (("replay-a", "A"), ("replay-b", "B")):
                 hrefs = page.eval_on_selector_all(f"a.{cls}", "els => els.map(e => e.href)")
                 assert len(hrefs) == 3  # B's unscored case has its replay too
@@ -156,24 +191,41 @@ def test_compare_to_run_folder_in_browser(pytester: pytest.Pytester, tmp_path: P
 
 
 def _pytest(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "pytest", *args], cwd=cwd, capture_output=True,
-                          text=True, timeout=180, start_new_session=True)
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        start_new_session=True,
+    )
 
 
 def test_compare_to_option_errors_name_the_input(tmp_path: Path) -> None:
     probe = tmp_path / "test_probe.py"
     probe.write_text("def test_nothing():\n    pass\n")
-    common = ("-p", "fixtures.run.plugin", "-q", "--rootdir", str(tmp_path), str(probe),
-              "--results-dir", str(tmp_path / "results"))
+    common = (
+        "-p",
+        "fixtures.run.plugin",
+        "-q",
+        "--rootdir",
+        str(tmp_path),
+        str(probe),
+        "--results-dir",
+        str(tmp_path / "results"),
+    )
     proc = _pytest(*common, "--compare-to", "no-such-run", cwd=tmp_path)
     assert proc.returncode == 4, proc.stdout + proc.stderr
-    assert "--compare-to: no-such-run: no such file or folder, and no run 'no-such-run'" in \
-        proc.stderr
+    assert (
+        "--compare-to: no-such-run: no such file or folder, and no run 'no-such-run'" in proc.stderr
+    )
     bad = tmp_path / "sheet.csv"
     bad.write_text("domain,id,result\nos,x,1\n")
     proc = _pytest(*common, "--compare-to", str(bad), cwd=tmp_path)
-    assert proc.returncode == 4 and f"--compare-to: {bad}: header: missing column(s) score" \
-        in proc.stderr, proc.stderr
+    assert (
+        proc.returncode == 4
+        and f"--compare-to: {bad}: header: missing column(s) score" in proc.stderr
+    ), proc.stderr
     # a run name inside --results-dir is found there
     (tmp_path / "results" / "old").mkdir(parents=True)
     bad.rename(tmp_path / "results" / "old" / "x.csv")

@@ -7,7 +7,7 @@ import pytest
 
 pytest_plugins = ["pytester"]
 
-CONFTEST = '''
+CONFTEST = """
 from pathlib import Path
 from fixtures.report.progress import ProgressPlugin
 
@@ -15,22 +15,23 @@ def pytest_configure(config):
     config.pluginmanager.register(ProgressPlugin(
         config, run_name="markers", durations={}, live=False, check_evaluators=False,
         run_dir=Path(str(config.rootpath)) / "run"), "holo-progress")
-'''
+"""
 
-TESTS = '''
+TESTS = """
 import pytest
 
 @pytest.mark.parametrize("task", [f"os/case-{i}" for i in range(8)])
 def test_task(task):
     assert task
-'''
+"""
 
 
 def test_pass_markers_share_one_line(pytester: pytest.Pytester) -> None:
     pytester.makeconftest(CONFTEST)
     pytester.makepyfile(test_cases=TESTS)
-    result = pytester.runpytest("-q", "-p", "no:randomly", "-p", "no:xdist", "-p",
-                                "no:cacheprovider")
+    result = pytester.runpytest(
+        "-q", "-p", "no:randomly", "-p", "no:xdist", "-p", "no:cacheprovider"
+    )
     result.assert_outcomes(passed=8)
     lines = result.outlines
     dots = [line for line in lines if line and set(line) == {"."}]

@@ -25,7 +25,7 @@ pytest_plugins = ["pytester"]
 SECRET = "sk-test-9f8e7d6c5b4a39281706"
 CHROMIUM = "/usr/bin/chromium"
 
-TESTS = r'''
+TESTS = r"""
 import pytest
 
 SPECS = [
@@ -49,14 +49,20 @@ def test_case(spec):
 
 def test_plain():
     pass
-'''
+"""
 
 
 def make_suite(pytester: pytest.Pytester) -> Path:
     run_dir = pytester.path / "results" / "run1"
-    pytester.makeconftest(report_conftest(
-        run_dir, model="Org/Model-1", reference_policy=True, secrets=(SECRET,),
-        replay="<title>replay {task_id}</title><h1>{task_id}</h1>"))
+    pytester.makeconftest(
+        report_conftest(
+            run_dir,
+            model="Org/Model-1",
+            reference_policy=True,
+            secrets=(SECRET,),
+            replay="<title>replay {task_id}</title><h1>{task_id}</h1>",
+        )
+    )
     pytester.makepyfile(test_suite=TESTS.replace("__SECRET_TEXT__", SECRET))
     return run_dir
 
@@ -80,13 +86,15 @@ def check_run(pytester: pytest.Pytester, run_dir: Path, *args: str) -> Path:
     report = pytester.path / "out" / "report.html"
     result = pytester.runpytest("--html", str(report), "-p", "no:cacheprovider", *args)
     result.assert_outcomes(passed=3, failed=2, xfailed=1)
-    result.stdout.fnmatch_lines(["*benchmark summary*", f"*{REFERENCE_BANNER}*",
-                                 "*mean score 62.5%*"])
+    result.stdout.fnmatch_lines(
+        ["*benchmark summary*", f"*{REFERENCE_BANNER}*", "*mean score 62.5%*"]
+    )
     # summary.json is exactly what the result files on disk give
     on_disk = summarize(load_results(run_dir), reference_policy=True)
     assert Summary.model_validate_json((run_dir / "summary.json").read_text()) == on_disk
-    assert on_disk.total == 5 and on_disk.unscored == 1 and on_disk.by_infra_category == {
-        "network": 1}
+    assert (
+        on_disk.total == 5 and on_disk.unscored == 1 and on_disk.by_infra_category == {"network": 1}
+    )
     rows = report_rows(report)
     cells = {k.split("[")[-1].rstrip("]"): v for k, v in rows.items() if "[" in k}
     assert len(cells) == 5, "user_properties did not reach the controller for every case"
@@ -125,15 +133,21 @@ def look_in_browser(report: Path, shot: Path) -> None:
     with sync_api.sync_playwright() as pw:
         browser = pw.chromium.launch(
             executable_path=CHROMIUM,
-            args=["--no-sandbox", "--disable-gpu", "--no-first-run",
-                  "--disable-background-networking", "--disable-component-update",
-                  "--disable-sync"],
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+            ],
         )
         try:
             page = browser.new_page(viewport={"width": 1280, "height": 1600})
             page.goto(report.as_uri())
-            page.wait_for_selector("#results-table tbody.results-table-row td.col-score",
-                                   timeout=15_000)
+            page.wait_for_selector(
+                "#results-table tbody.results-table-row td.col-score", timeout=15_000
+            )
             assert REFERENCE_BANNER in page.inner_text(".bench-banner")
             assert "Mean score" in page.inner_text(".bench-headline")
             assert page.locator("svg.score-chart").count() == 2
@@ -154,13 +168,20 @@ def look_in_browser(report: Path, shot: Path) -> None:
 
 def test_task_result_property_is_redacted_and_round_trips() -> None:
     from fixtures.cases.records.redact import register_secret
-    from fixtures.report.report import task_result_of, task_result_property
     from fixtures.cases.records.results import TaskResult
+    from fixtures.report.report import task_result_of, task_result_property
 
     key = "tok-" + "5a6b7c8d9e0f1a2b"
     register_secret(key)
-    result = TaskResult(benchmark="osworld", case_id="os/x", domain="os", task_id="x",
-                        outcome="failed", score=0.0, message=f"401 for {key}")
+    result = TaskResult(
+        benchmark="osworld",
+        case_id="os/x",
+        domain="os",
+        task_id="x",
+        outcome="failed",
+        score=0.0,
+        message=f"401 for {key}",
+    )
     name, value = task_result_property(result)
     assert name == "task_result" and key not in value
 
@@ -177,8 +198,11 @@ def test_svg_chart_escapes_and_is_well_formed() -> None:
     from fixtures.report.svgchart import Bar, bar_chart
 
     svg = bar_chart(
-        [Bar("<script>x</script>", 0.5, (0.2, 0.9), "1/2 & more"), Bar("os", None),
-         Bar("big", 1.7)],
+        [
+            Bar("<script>x</script>", 0.5, (0.2, 0.9), "1/2 & more"),
+            Bar("os", None),
+            Bar("big", 1.7),
+        ],
         title='a "title" <b>',
     )
     root = ET.fromstring(svg)  # raises if anything broke the markup

@@ -15,9 +15,9 @@ import stat
 from pathlib import Path
 
 import pytest
+from test_watch import chromium_page, need_chromium
 
 from tests.harness.helpers.polling import wait_for
-from test_watch import chromium_page, need_chromium
 from tests.harness.helpers.suite import (
     CHAOS,
     ROOT,
@@ -40,21 +40,38 @@ def test_parallel_run_progress_eta_result_lines_and_watch_page(tmp_path: Path) -
     # -n 3 for 2 cases: one worker too many (and, on a 2-core machine, above the cores);
     # -v twice: the helper passes -q
     # each model answer takes 1 s so that the page can be looked at while cases run
-    child = start_suite(tmp_path, "w1", "--task-list", str(task_list_file(tmp_path, TWO)),
-                        "-n", "3", "-v", "-v", "--watch", "--reference-faults", "delay=1",
-                        log=log)
+    child = start_suite(
+        tmp_path,
+        "w1",
+        "--task-list",
+        str(task_list_file(tmp_path, TWO)),
+        "-n",
+        "3",
+        "-v",
+        "-v",
+        "--watch",
+        "--reference-faults",
+        "delay=1",
+        log=log,
+    )
     try:
-        url = str(wait_for(lambda: (m := re.search(r"watch the run: (http://127\.0\.0\.1:\d+/)",
-                                               log.read_text())) and m.group(1),
-                       "the watch URL in the header", 120))
+        url = str(
+            wait_for(
+                lambda: (
+                    (m := re.search(r"watch the run: (http://127\.0\.0\.1:\d+/)", log.read_text()))
+                    and m.group(1)
+                ),
+                "the watch URL in the header",
+                120,
+            )
+        )
 
         def a_screen() -> bool:
             from urllib.request import urlopen
 
             with urlopen(url + "status.json", timeout=10) as r:
                 status = json.loads(r.read())
-            return any(w.get("screen_url") and w.get("phase") == "agent"
-                       for w in status["workers"])
+            return any(w.get("screen_url") and w.get("phase") == "agent" for w in status["workers"])
 
         wait_for(a_screen, "a running case with a screen on the watch page", 240)
         with sync_api.sync_playwright() as pw:
@@ -63,7 +80,8 @@ def test_parallel_run_progress_eta_result_lines_and_watch_page(tmp_path: Path) -
                 page.goto(url)
                 page.wait_for_function(
                     "[...document.querySelectorAll('.worker img')].some(i => i.naturalWidth > 0)",
-                    timeout=30_000)
+                    timeout=30_000,
+                )
                 text = page.inner_text("#workers")
                 assert "step:" in text and "thought:" in text
                 assert " / 2" in page.inner_text("#progress")
@@ -75,10 +93,15 @@ def test_parallel_run_progress_eta_result_lines_and_watch_page(tmp_path: Path) -
         kill_group(child)
     out = log.read_text()
     for case in ("os/os-create-report-file", "text_editor/text-editor-sort-names"):
-        assert re.search(rf"^{re.escape(case)}  PASSED  score 1\.00  steps \d+  [\d.]+ s$", out,
-                         re.M), out[-3000:]
-    assert re.search(r"^\[progress 1/2\] \| passed 1, failed 0, unscored 0 \| mean 100\.0% \| "
-                     r"elapsed \d+s \| ETA \d+", out, re.M), out[-3000:]
+        assert re.search(
+            rf"^{re.escape(case)}  PASSED  score 1\.00  steps \d+  [\d.]+ s$", out, re.M
+        ), out[-3000:]
+    assert re.search(
+        r"^\[progress 1/2\] \| passed 1, failed 0, unscored 0 \| mean 100\.0% \| "
+        r"elapsed \d+s \| ETA \d+",
+        out,
+        re.M,
+    ), out[-3000:]
     assert "[progress 2/2] | passed 2, failed 0, unscored 0 | mean 100.0%" in out
     assert "WARNING: -n 3 starts 3 workers for 2 selected case(s): 1 will stay idle" in out
     if (os.cpu_count() or 1) < 3:
@@ -97,9 +120,15 @@ def test_interrupted_run_says_so_and_resume_lists_what_it_reused(tmp_path: Path)
     log = tmp_path / "child.log"
     child = start_suite(tmp_path, "intr", *args, "--reference-faults", "delay=3", log=log)
     try:
-        first = wait_for(lambda: [p for p in (tmp_path / "intr").rglob("result.json")
-                                  if json.loads(p.read_text())["outcome"] == "passed"],
-                         "a first scored result", 300)
+        first = wait_for(
+            lambda: [
+                p
+                for p in (tmp_path / "intr").rglob("result.json")
+                if json.loads(p.read_text())["outcome"] == "passed"
+            ],
+            "a first scored result",
+            300,
+        )
         kill_group(child, signal.SIGINT)
         child.wait(timeout=180)
     finally:
@@ -133,13 +162,28 @@ def test_failing_table_task_keeps_what_was_scored(tmp_path: Path) -> None:
     screen at scoring time and both files compare_table read, in its own work folder, and the
     replay says which cells differed."""
     sync_api = need_chromium()
-    run = run_suite(tmp_path, "tbl", "--task-list", str(task_list_file(tmp_path, TABLE)),
-                    "--max-steps", "3", "--samples", "2", "-n", "1")
+    run = run_suite(
+        tmp_path,
+        "tbl",
+        "--task-list",
+        str(task_list_file(tmp_path, TABLE)),
+        "--max-steps",
+        "3",
+        "--samples",
+        "2",
+        "-n",
+        "1",
+    )
     assert run.rc == 1, run.output[-3000:]
     sources = set()
     for k in (0, 1):
-        folder = run.run_dir / "reference-policy" / "libreoffice_calc" / "calc-line-totals" / \
-            f"sample-{k}"
+        folder = (
+            run.run_dir
+            / "reference-policy"
+            / "libreoffice_calc"
+            / "calc-line-totals"
+            / f"sample-{k}"
+        )
         result = json.loads((folder / "result.json").read_text())
         assert result["outcome"] == "failed" and result["score"] == 0.0
         assert "D1: result empty, expected 'Line Total'" in result["message"]
@@ -157,8 +201,14 @@ def test_failing_table_task_keeps_what_was_scored(tmp_path: Path) -> None:
             assert stat.S_IMODE(path.stat().st_mode) == want, path
     assert len(sources) == 2, f"both samples used the same work folder: {sources}"
     assert all(f"sample-{k}" in s for k, s in zip((0, 1), sorted(sources)))
-    replay = run.run_dir / "reference-policy" / "libreoffice_calc" / "calc-line-totals" / \
-        "sample-0" / "replay.html"
+    replay = (
+        run.run_dir
+        / "reference-policy"
+        / "libreoffice_calc"
+        / "calc-line-totals"
+        / "sample-0"
+        / "replay.html"
+    )
     with sync_api.sync_playwright() as pw:
         browser, page = chromium_page(pw)
         try:
@@ -168,7 +218,8 @@ def test_failing_table_task_keeps_what_was_scored(tmp_path: Path) -> None:
             assert "scored/result/orders.xlsx" in section
             page.wait_for_function(
                 "document.querySelector('figure.scoring-screen img').naturalWidth > 0",
-                timeout=20_000)
+                timeout=20_000,
+            )
         finally:
             browser.close()
 
@@ -176,10 +227,16 @@ def test_failing_table_task_keeps_what_was_scored(tmp_path: Path) -> None:
 def test_rerun_keeps_the_earlier_attempts_files(tmp_path: Path) -> None:
     """The guest server is killed while the agent runs: the rerun passes, and the first
     attempt's error and what its agent recorded stay in attempt-1/."""
-    run = run_suite(tmp_path, "att", "--task-list",
-                    str(task_list_file(tmp_path, {"os": ["os-create-report-file"]})),
-                    *CHAOS, "--infra-rerun-delay", "0",
-                    env={**CHAOS_ENV, "CHAOS_KILL_SERVER": "agent"})
+    run = run_suite(
+        tmp_path,
+        "att",
+        "--task-list",
+        str(task_list_file(tmp_path, {"os": ["os-create-report-file"]})),
+        *CHAOS,
+        "--infra-rerun-delay",
+        "0",
+        env={**CHAOS_ENV, "CHAOS_KILL_SERVER": "agent"},
+    )
     assert run.rc == 0, run.output[-3000:]
     (result,) = run.results().values()
     assert result["outcome"] == "passed" and result["attempts"] == 2
@@ -197,9 +254,13 @@ def test_rerun_keeps_the_earlier_attempts_files(tmp_path: Path) -> None:
 
 
 def test_check_evaluators_run_is_labelled_a_check(tmp_path: Path) -> None:
-    run = run_suite(tmp_path, "chk", "--task-list",
-                    str(task_list_file(tmp_path, {"os": ["os-create-report-file"]})),
-                    "--check-evaluators")
+    run = run_suite(
+        tmp_path,
+        "chk",
+        "--task-list",
+        str(task_list_file(tmp_path, {"os": ["os-create-report-file"]})),
+        "--check-evaluators",
+    )
     assert run.rc == 0, run.output[-3000:]
     assert "EVALUATOR CHECK" in run.output
     assert "check mean" in run.output  # the progress line

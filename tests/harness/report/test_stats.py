@@ -18,8 +18,15 @@ from fixtures.report.tables.stats import (
 
 # Newcombe (1998), "Two-sided confidence intervals for the single proportion", Statistics in
 # Medicine 17: Table I, method 3 (Wilson score interval without continuity correction)
-@pytest.mark.parametrize("k,n,low,high", [(81, 263, 0.2553, 0.3662), (15, 148, 0.0624, 0.1605),
-                                          (0, 20, 0.0, 0.1611), (1, 29, 0.0061, 0.1718)])
+@pytest.mark.parametrize(
+    "k,n,low,high",
+    [
+        (81, 263, 0.2553, 0.3662),
+        (15, 148, 0.0624, 0.1605),
+        (0, 20, 0.0, 0.1611),
+        (1, 29, 0.0061, 0.1718),
+    ],
+)
 def test_wilson_matches_newcombe_table(k: int, n: int, low: float, high: float) -> None:
     assert wilson_interval(k, n) == pytest.approx((low, high), abs=5e-5)
 
@@ -33,8 +40,10 @@ def test_wilson_other_confidence_levels_use_their_own_quantile() -> None:
     assert wilson_interval(4.0, n) == wilson_interval(4, n)  # a sum of 0/1 scores is a float
 
 
-@pytest.mark.parametrize("k,n,needle", [(2.5, 7, "successes=2.5"), (8, 7, "successes=8"),
-                                        (-1, 7, "successes=-1"), (0, 0, "n=0")])
+@pytest.mark.parametrize(
+    "k,n,needle",
+    [(2.5, 7, "successes=2.5"), (8, 7, "successes=8"), (-1, 7, "successes=-1"), (0, 0, "n=0")],
+)
 def test_wilson_rejects_bad_counts_naming_them(k: float, n: int, needle: str) -> None:
     with pytest.raises(ValueError, match=needle):
         wilson_interval(k, n)
@@ -58,8 +67,9 @@ def test_t_interval_of_equal_values_is_a_point_and_needs_two_values() -> None:
 def test_t_interval_99_percent() -> None:
     # 0.2, 0.4, 0.6, 0.8: mean 0.5, s/sqrt(n) = sqrt(0.2/3)/2, t(0.995, 3) = 5.840909 (t table)
     half = 5.840909 * math.sqrt(0.2 / 3) / 2
-    assert t_interval([0.2, 0.4, 0.6, 0.8], 0.99) == pytest.approx((0.5 - half, 0.5 + half),
-                                                                   abs=1e-6)
+    assert t_interval([0.2, 0.4, 0.6, 0.8], 0.99) == pytest.approx(
+        (0.5 - half, 0.5 + half), abs=1e-6
+    )
 
 
 def test_ci95_clips_fractional_scores_to_the_unit_interval() -> None:
@@ -71,7 +81,8 @@ def test_ci95_clips_fractional_scores_to_the_unit_interval() -> None:
 
 def test_mcnemar_symmetry_and_bad_counts() -> None:
     assert mcnemar_exact(3, 11) == mcnemar_exact(11, 3)
-    assert mcnemar_exact(3, 11) == pytest.approx(2 * sum(math.comb(14, i) for i in range(4))
-                                                 / 2**14)
+    assert mcnemar_exact(3, 11) == pytest.approx(
+        2 * sum(math.comb(14, i) for i in range(4)) / 2**14
+    )
     with pytest.raises(ValueError, match="b=-1"):
         mcnemar_exact(-1, 2)

@@ -16,9 +16,8 @@ from fixtures.cases.records.results import (
     Versions,
     load_results,
     task_dir,
+    write_result,
 )
-from fixtures.cases.records.results import write_result
-from fixtures.report.tables.stats import ci95, pass_at_k, t_quantile, wilson_interval
 from fixtures.report.summary import (
     REFERENCE_BANNER,
     Summary,
@@ -26,6 +25,7 @@ from fixtures.report.summary import (
     summarize,
     write_summary,
 )
+from fixtures.report.tables.stats import ci95, pass_at_k, t_quantile, wilson_interval
 
 
 def case(
@@ -185,14 +185,19 @@ def test_written_summary_equals_recomputation_from_disk(tmp_path: Path) -> None:
     from fixtures.cases.records.results import scan_results
 
     scan = scan_results(tmp_path)
-    summary = summarize(scan.results, reference_policy=True,
-                        corrupt_files=[str(c.path) for c in scan.corrupt])
+    summary = summarize(
+        scan.results, reference_policy=True, corrupt_files=[str(c.path) for c in scan.corrupt]
+    )
     json_path, csv_path = write_summary(tmp_path, summary)
-    again = summarize(load_results(tmp_path), reference_policy=True,
-                      corrupt_files=[str(c.path) for c in scan.corrupt])
+    again = summarize(
+        load_results(tmp_path),
+        reference_policy=True,
+        corrupt_files=[str(c.path) for c in scan.corrupt],
+    )
     assert Summary.model_validate_json(json_path.read_text()) == again
-    assert again == summarize(osworld_set(), reference_policy=True,
-                              corrupt_files=again.corrupt_files)
+    assert again == summarize(
+        osworld_set(), reference_policy=True, corrupt_files=again.corrupt_files
+    )
     assert len(again.corrupt_files) == 1
     rows = list(csv.DictReader(io.StringIO(csv_path.read_text())))
     assert rows[0]["level"] == "overall" and int(rows[0]["scored"]) == 7

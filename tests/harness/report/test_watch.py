@@ -26,8 +26,15 @@ def chromium_page(pw: Any) -> tuple[Any, Any]:
     """A headless Chromium (Debian's) and a page in it."""
     browser = pw.chromium.launch(
         executable_path=CHROMIUM,
-        args=["--no-sandbox", "--disable-gpu", "--no-first-run",
-              "--disable-background-networking", "--disable-component-update", "--disable-sync"])
+        args=[
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+        ],
+    )
     return browser, browser.new_page(viewport={"width": 1280, "height": 900})
 
 
@@ -56,8 +63,9 @@ def outbound_address() -> str | None:
     return None if address.startswith("127.") else address
 
 
-def test_watch_page_shows_each_worker_in_chromium(tmp_path: Path,
-                                                  pytestconfig: pytest.Config) -> None:
+def test_watch_page_shows_each_worker_in_chromium(
+    tmp_path: Path, pytestconfig: pytest.Config
+) -> None:
     sync_api = need_chromium()
     run_dir = tmp_path / "run"
     case_dir = run_dir / "reference-policy" / "os" / "t1"
@@ -66,27 +74,58 @@ def test_watch_page_shows_each_worker_in_chromium(tmp_path: Path,
     (tmp_path / "secret.png").write_bytes(b"not yours")
 
     printed: list[str] = []
-    one = CaseEvents(case_id="os/t1", case_dir=case_dir, run_dir=run_dir, worker_id="gw0",
-                     printer=printed.append, watch=True)
+    one = CaseEvents(
+        case_id="os/t1",
+        case_dir=case_dir,
+        run_dir=run_dir,
+        worker_id="gw0",
+        printer=printed.append,
+        watch=True,
+    )
     one.phase("setup")
     one.phase("agent")
-    one.step(StepRecord(index=2, step=2, time=0.0, latency_s=0.25, thought=EVIL,
-                        note="the file is open", screenshot="step_002.png",
-                        tool_call={"tool_name": "click", "element": "OK", "x": 10, "y": 20}))
-    two = CaseEvents(case_id="os/t2", case_dir=run_dir / "reference-policy" / "os" / "t2",
-                     run_dir=run_dir, worker_id="gw1", printer=None, watch=True)
+    one.step(
+        StepRecord(
+            index=2,
+            step=2,
+            time=0.0,
+            latency_s=0.25,
+            thought=EVIL,
+            note="the file is open",
+            screenshot="step_002.png",
+            tool_call={"tool_name": "click", "element": "OK", "x": 10, "y": 20},
+        )
+    )
+    two = CaseEvents(
+        case_id="os/t2",
+        case_dir=run_dir / "reference-policy" / "os" / "t2",
+        run_dir=run_dir,
+        worker_id="gw1",
+        printer=None,
+        watch=True,
+    )
     two.phase("setup")
     assert printed[0] == "[os/t1] setup starts"
     assert printed[1].startswith("[os/t1] agent starts (setup took ")
-    assert printed[2].startswith('[os/t1] step 2: click "OK" at (10, 20)') and \
-        printed[2].endswith("| model latency 0.25 s")
+    assert printed[2].startswith('[os/t1] step 2: click "OK" at (10, 20)') and printed[2].endswith(
+        "| model latency 0.25 s"
+    )
     # a status that points outside the run folder
-    (run_dir / STATUS_DIR / "gw9.json").write_text(json.dumps(
-        {"worker": "gw9", "case": "x/y", "case_dir": "../..", "screen": "step_001.png",
-         "phase": "agent"}))
+    (run_dir / STATUS_DIR / "gw9.json").write_text(
+        json.dumps(
+            {
+                "worker": "gw9",
+                "case": "x/y",
+                "case_dir": "../..",
+                "screen": "step_001.png",
+                "phase": "agent",
+            }
+        )
+    )
 
-    progress = ProgressPlugin(pytestconfig, run_name="r1", durations={"os/t1": 20.0},
-                              live=False, check_evaluators=False)
+    progress = ProgressPlugin(
+        pytestconfig, run_name="r1", durations={"os/t1": 20.0}, live=False, check_evaluators=False
+    )
     progress._select([f"t.py::test[os/t{i}]" for i in (1, 2, 3)])
     progress.pytest_runtest_logstart("t.py::test[os/t1]", None)
     server = WatchServer(run_dir, progress)
@@ -115,7 +154,8 @@ def test_watch_page_shows_each_worker_in_chromium(tmp_path: Path,
                 page.wait_for_selector(".worker[data-worker=gw0] img", timeout=20_000)
                 page.wait_for_function(
                     "document.querySelector('.worker[data-worker=gw0] img').naturalWidth > 0",
-                    timeout=20_000)
+                    timeout=20_000,
+                )
                 card = page.inner_text(".worker[data-worker=gw0]")
                 assert "gw0: os/t1" in card and "step: 2" in card and "agent" in card
                 assert EVIL in card  # shown as text, never run

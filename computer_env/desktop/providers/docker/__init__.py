@@ -18,8 +18,11 @@ from computer_env.lazy import lazy_names
 if TYPE_CHECKING:
     from computer_env.desktop.providers.docker.provider import DockerProvider
 
-__getattr__ = lazy_names(__name__, {
-    "computer_env.desktop.providers.docker.provider": ("DockerProvider",),
-})
+__getattr__ = lazy_names(
+    __name__,
+    {
+        "computer_env.desktop.providers.docker.provider": ("DockerProvider",),
+    },
+)
 
 __all__ = ["DockerProvider"]

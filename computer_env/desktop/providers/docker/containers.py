@@ -37,9 +37,15 @@ GUEST_SERVER_PORTS = (5000, 9222, 8080)  # server, Chrome DevTools, VLC (host lo
 def labels(*, run_id: str, worker: str, controller_pid: int, role: str) -> dict[str, str]:
     """The labels that let :func:`sweep_dead_containers` tell whose container (or desktop
     network) it is: the run, its controller and the process making it (the owner)."""
-    return {LABEL_RUN: run_id, LABEL_WORKER: worker, LABEL_PID: str(controller_pid),
-            LABEL_OWNER: str(os.getpid()), LABEL_CREATED: f"{time.time():.3f}",
-            LABEL_HOST: socket.gethostname(), LABEL_ROLE: role}
+    return {
+        LABEL_RUN: run_id,
+        LABEL_WORKER: worker,
+        LABEL_PID: str(controller_pid),
+        LABEL_OWNER: str(os.getpid()),
+        LABEL_CREATED: f"{time.time():.3f}",
+        LABEL_HOST: socket.gethostname(),
+        LABEL_ROLE: role,
+    }
 
 
 def alive(labels: dict[str, str], key: str) -> bool:
@@ -72,26 +78,42 @@ def _loopback(ports: tuple[int, ...]) -> dict[str, tuple[str, None]]:
     return {f"{p}/tcp": ("127.0.0.1", None) for p in ports}  # host ports chosen by Docker
 
 
-def guest_server_options(*, token: str | None, screen: tuple[int, int], ram_size: str,
-                         cpus: float, limits: DesktopLimits) -> dict[str, Any]:
+def guest_server_options(
+    *, token: str | None, screen: tuple[int, int], ram_size: str, cpus: float, limits: DesktopLimits
+) -> dict[str, Any]:
     """``containers.run`` options of the project's guest-server image: token, screen, caps
     (``cpus``: CPU time, Docker's ``--cpus``)."""
     mem = parse_size(ram_size, "RAM_SIZE")
     return dict(
         ports=_loopback(GUEST_SERVER_PORTS),
-        environment={"DESKTOP_SERVER_TOKEN": token, "SCREEN_WIDTH": str(screen[0]),
-                     "SCREEN_HEIGHT": str(screen[1])},
-        mem_limit=mem, memswap_limit=mem,  # no swap beyond the memory limit
-        pids_limit=limits.pids, tmpfs={"/tmp": f"size={limits.tmp_bytes},mode=1777"},
-        nano_cpus=round(cpus * 1e9), shm_size=limits.tmp_bytes,
+        environment={
+            "DESKTOP_SERVER_TOKEN": token,
+            "SCREEN_WIDTH": str(screen[0]),
+            "SCREEN_HEIGHT": str(screen[1]),
+        },
+        mem_limit=mem,
+        memswap_limit=mem,  # no swap beyond the memory limit
+        pids_limit=limits.pids,
+        tmpfs={"/tmp": f"size={limits.tmp_bytes},mode=1777"},
+        nano_cpus=round(cpus * 1e9),
+        shm_size=limits.tmp_bytes,
         # the entrypoint starts as root to make the nest, then runs Xvfb, the session and the
         # server as `user` (docker/seccomp.py: why the profile and the unmasked /proc)
-        user="root", security_opt=security_options(), **{UNMASKED_PROC: True},
+        user="root",
+        security_opt=security_options(),
+        **{UNMASKED_PROC: True},
     )
 
 
-def osworld_options(*, qcow2_path: Path | None, ram_size: str, cpu_cores: int, disk_size: str,
-                    kvm: bool, cpus: float | None = None) -> dict[str, Any]:
+def osworld_options(
+    *,
+    qcow2_path: Path | None,
+    ram_size: str,
+    cpu_cores: int,
+    disk_size: str,
+    kvm: bool,
+    cpus: float | None = None,
+) -> dict[str, Any]:
     """``containers.run`` options of OSWorld's QEMU image booting ``qcow2_path`` (``cpu_cores``
     vCPUs; the container's CPU time capped at ``cpus``, Docker's ``--cpus``, when given)."""
     if qcow2_path is None:
@@ -103,7 +125,9 @@ def osworld_options(*, qcow2_path: Path | None, ram_size: str, cpu_cores: int, d
     else:
         env["KVM"] = "N"
     return dict(
-        environment=env, cap_add=["NET_ADMIN"], devices=devices,
+        environment=env,
+        cap_add=["NET_ADMIN"],
+        devices=devices,
         volumes={str(qcow2_path): {"bind": "/System.qcow2", "mode": "ro"}},
         ports=_loopback(OSWORLD_PORTS),
         **({"nano_cpus": round(cpus * 1e9)} if cpus else {}),
@@ -166,16 +190,22 @@ def sweep_dead_containers(docker_host: str | None = None, client: Any = None) ->
     client = client or connect(docker_host, timeout=30.0)
     removed: list[str] = []
     try:
-        for container in client.containers.list(all=True, filters={"label": LABEL_PID},
-                                                ignore_removed=True):
+        for container in client.containers.list(
+            all=True, filters={"label": LABEL_PID}, ignore_removed=True
+        ):
             labels = container.labels
             if not here(labels) or not owner_gone(labels):
                 continue  # another machine's container on a shared daemon, or a live one
             remove_quietly(container)
             removed.append(container.name)
-            log.warning("swept container %s (run %s, worker %s): controller pid %s or owner "
-                        "pid %s is gone", container.name, labels.get(LABEL_RUN),
-                        labels.get(LABEL_WORKER), labels.get(LABEL_PID), labels.get(LABEL_OWNER))
+            log.warning(
+                "swept container %s (run %s, worker %s): controller pid %s or owner pid %s is gone",
+                container.name,
+                labels.get(LABEL_RUN),
+                labels.get(LABEL_WORKER),
+                labels.get(LABEL_PID),
+                labels.get(LABEL_OWNER),
+            )
     finally:
         if own:
             client.close()
@@ -187,11 +217,15 @@ def sweep_run_containers(client: Any, run_id: str, controller_pid: int) -> list[
     is gone (at the run's end: every worker has closed its own)."""
     removed: list[str] = []
     wanted = [f"{LABEL_RUN}={run_id}", f"{LABEL_PID}={controller_pid}"]
-    for container in client.containers.list(all=True, filters={"label": wanted},
-                                            ignore_removed=True):
+    for container in client.containers.list(
+        all=True, filters={"label": wanted}, ignore_removed=True
+    ):
         if here(container.labels) and not alive(container.labels, LABEL_OWNER):
             remove_quietly(container)
             removed.append(container.name)
-            log.warning("swept container %s of this run: its owner pid %s is gone",
-                        container.name, container.labels.get(LABEL_OWNER))
+            log.warning(
+                "swept container %s of this run: its owner pid %s is gone",
+                container.name,
+                container.labels.get(LABEL_OWNER),
+            )
     return removed

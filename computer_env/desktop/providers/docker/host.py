@@ -35,8 +35,11 @@ def connect(docker_host: str | None = None, timeout: float = 30.0) -> Any:
 
     where = docker_host or os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
     try:
-        client = (docker.DockerClient(base_url=docker_host, timeout=timeout) if docker_host
-                  else docker.from_env(timeout=timeout))
+        client = (
+            docker.DockerClient(base_url=docker_host, timeout=timeout)
+            if docker_host
+            else docker.from_env(timeout=timeout)
+        )
         client.ping()
     except Exception as exc:  # DockerException, ConnectionError, FileNotFoundError...
         raise ConfigurationError(
@@ -85,8 +88,9 @@ def preflight(
         info = client.info()
         rootless = any("rootless" in str(opt) for opt in info.get("SecurityOptions", []))
         if rootless and kind == "osworld":
-            warnings.append("the Docker daemon is rootless: /dev/kvm cannot be passed; "
-                            + KVM_SLOWDOWN)
+            warnings.append(
+                "the Docker daemon is rootless: /dev/kvm cannot be passed; " + KVM_SLOWDOWN
+            )
         try:
             client.images.get(image)
         except Exception as exc:  # docker.errors.ImageNotFound
@@ -101,8 +105,9 @@ def preflight(
     finally:
         client.close()
     if kind == "osworld" and not kvm:
-        warnings.append(f"KVM is not usable here (/dev/kvm missing, not accessible, or KVM=N): "
-                        f"{KVM_SLOWDOWN}")
+        warnings.append(
+            f"KVM is not usable here (/dev/kvm missing, not accessible, or KVM=N): {KVM_SLOWDOWN}"
+        )
     for warning in warnings:
         log.warning("docker pre-flight: %s", warning)
     return warnings

@@ -47,9 +47,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from computer_env.desktop.providers.docker.containers import (LABEL_CHAINS, LABEL_NET,
-                                                             LABEL_OWNER, LABEL_PID, LABEL_RUN,
-                                                             alive, here, owner_gone)
+from computer_env.desktop.providers.docker.containers import (
+    LABEL_CHAINS,
+    LABEL_NET,
+    LABEL_OWNER,
+    LABEL_PID,
+    LABEL_RUN,
+    alive,
+    here,
+    owner_gone,
+)
 from computer_env.errors import VMStartError
 from computer_env.procs import running_since
 
@@ -63,19 +70,27 @@ BRIDGE_PREFIX = "hbd"
 _CHAIN_RE = re.compile(rf"{re.escape(CHAIN_PREFIX)}(\d+)-([0-9a-f]+)-(IN|FW)")
 #: forwarded destinations a desktop may not reach: everything that is not the public internet
 BLOCKED_DESTINATIONS = (
-    "0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16",
-    "172.16.0.0/12", "192.0.0.0/24", "192.168.0.0/16", "198.18.0.0/15", "224.0.0.0/4",
+    "0.0.0.0/8",
+    "10.0.0.0/8",
+    "100.64.0.0/10",
+    "127.0.0.0/8",
+    "169.254.0.0/16",
+    "172.16.0.0/12",
+    "192.0.0.0/24",
+    "192.168.0.0/16",
+    "198.18.0.0/15",
+    "224.0.0.0/4",
     "240.0.0.0/4",
 )
 _create_lock = threading.Lock()  # one subnet choice at a time in this process
 
 
 def _iptables(*argv: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    res = subprocess.run(["iptables", "-w", *argv], capture_output=True, text=True,
-                         check=False)
+    res = subprocess.run(["iptables", "-w", *argv], capture_output=True, text=True, check=False)
     if check and res.returncode != 0:
-        raise VMStartError(f"iptables {' '.join(argv)} failed ({res.returncode}): "
-                           f"{res.stderr.strip()}")
+        raise VMStartError(
+            f"iptables {' '.join(argv)} failed ({res.returncode}): {res.stderr.strip()}"
+        )
     return res
 
 
@@ -153,16 +168,34 @@ class DesktopNet:
 
     # -- lifecycle -------------------------------------------------------------------------
     @classmethod
-    def create(cls, client: Any, *, name: str, tag: str, labels: dict[str, str],
-               allowed: Iterable[int], firewall: bool) -> DesktopNet:
+    def create(
+        cls,
+        client: Any,
+        *,
+        name: str,
+        tag: str,
+        labels: dict[str, str],
+        allowed: Iterable[int],
+        firewall: bool,
+    ) -> DesktopNet:
         """Create the network (a free /29 of :data:`SUBNETS`) and, with ``firewall``, its
         chains, before any container joins it. Raises ``VMStartError`` (nothing left behind)."""
-        net = cls(name=name, tag=tag, bridge=f"{BRIDGE_PREFIX}{tag}", subnet="",
-                  owner_pid=os.getpid(), run_id=labels.get(LABEL_RUN, ""),
-                  allowed_ports=set(allowed))
+        net = cls(
+            name=name,
+            tag=tag,
+            bridge=f"{BRIDGE_PREFIX}{tag}",
+            subnet="",
+            owner_pid=os.getpid(),
+            run_id=labels.get(LABEL_RUN, ""),
+            allowed_ports=set(allowed),
+        )
         in_chain, fw_chain = net.chains
-        full = {**labels, LABEL_OWNER: str(net.owner_pid), LABEL_NET: "1",
-                LABEL_CHAINS: f"{in_chain},{fw_chain}" if firewall else ""}
+        full = {
+            **labels,
+            LABEL_OWNER: str(net.owner_pid),
+            LABEL_NET: "1",
+            LABEL_CHAINS: f"{in_chain},{fw_chain}" if firewall else "",
+        }
         try:
             network = _create_network(client, name, net.bridge, full)
             net.network_id = network.id
@@ -173,39 +206,70 @@ class DesktopNet:
         except BaseException:
             net.remove(client)
             raise
-        log.info("desktop network %s (%s, bridge %s%s)", name, net.subnet, net.bridge,
-                 ", firewalled" if net.firewalled else "")
+        log.info(
+            "desktop network %s (%s, bridge %s%s)",
+            name,
+            net.subnet,
+            net.bridge,
+            ", firewalled" if net.firewalled else "",
+        )
         return net
 
     def _write_firewall(self) -> None:
         if not Path(f"/sys/class/net/{self.bridge}").exists():
-            raise VMStartError(f"the bridge {self.bridge} of network {self.name} is not in this "
-                               "host's network namespace (a remote or rootless Docker daemon?)")
+            raise VMStartError(
+                f"the bridge {self.bridge} of network {self.name} is not in this "
+                "host's network namespace (a remote or rootless Docker daemon?)"
+            )
         self.firewalled = True  # from here on remove() takes the chains down
         in_chain, fw_chain = self.chains
         for chain in (in_chain, fw_chain):
             if _iptables("-n", "-L", chain, check=False).returncode != 0:
                 _iptables("-N", chain)
             _iptables("-F", chain)
-        _iptables("-A", in_chain, "-m", "conntrack", "--ctstate", "ESTABLISHED,RELATED",
-                  "-j", "ACCEPT")
+        _iptables(
+            "-A", in_chain, "-m", "conntrack", "--ctstate", "ESTABLISHED,RELATED", "-j", "ACCEPT"
+        )
         for port in sorted(self.allowed_ports):
             _iptables("-A", in_chain, "-p", "tcp", "--dport", str(port), "-j", "ACCEPT")
         _iptables("-A", in_chain, "-j", "DROP")
-        _iptables("-A", fw_chain, "-m", "conntrack", "--ctstate", "ESTABLISHED,RELATED",
-                  "-j", "RETURN")
+        _iptables(
+            "-A", fw_chain, "-m", "conntrack", "--ctstate", "ESTABLISHED,RELATED", "-j", "RETURN"
+        )
         for resolver in resolvers():  # Docker's embedded DNS asks them from the container
             for proto in ("udp", "tcp"):
-                _iptables("-A", fw_chain, "-d", resolver, "-p", proto, "--dport", "53",
-                          "-j", "RETURN")
+                _iptables(
+                    "-A", fw_chain, "-d", resolver, "-p", proto, "--dport", "53", "-j", "RETURN"
+                )
         for cidr in dict.fromkeys((SUBNETS, *BLOCKED_DESTINATIONS)):
             _iptables("-A", fw_chain, "-d", cidr, "-j", "DROP")
-        comment = _comment(f"holo-bench run={self.run_id} owner={self.owner_pid} "
-                           f"net={self.name}")
-        _iptables("-I", "INPUT", "1", "-i", self.bridge, "-m", "comment", "--comment", comment,
-                  "-j", in_chain)
-        _iptables("-I", _forward_chain(), "1", "-i", self.bridge, "-m", "comment", "--comment",
-                  comment, "-j", fw_chain)
+        comment = _comment(f"holo-bench run={self.run_id} owner={self.owner_pid} net={self.name}")
+        _iptables(
+            "-I",
+            "INPUT",
+            "1",
+            "-i",
+            self.bridge,
+            "-m",
+            "comment",
+            "--comment",
+            comment,
+            "-j",
+            in_chain,
+        )
+        _iptables(
+            "-I",
+            _forward_chain(),
+            "1",
+            "-i",
+            self.bridge,
+            "-m",
+            "comment",
+            "--comment",
+            comment,
+            "-j",
+            fw_chain,
+        )
 
     def allow_port(self, port: int) -> None:
         """Let the desktop reach TCP ``port`` on this host (at :attr:`gateway`)."""
@@ -213,8 +277,7 @@ class DesktopNet:
             return
         self.allowed_ports.add(port)
         if self.firewalled:
-            _iptables("-I", self.chains[0], "2", "-p", "tcp", "--dport", str(port),
-                      "-j", "ACCEPT")
+            _iptables("-I", self.chains[0], "2", "-p", "tcp", "--dport", str(port), "-j", "ACCEPT")
 
     def remove(self, client: Any) -> None:
         """Remove the network (its container must be gone) and then its chains; idempotent,
@@ -230,8 +293,11 @@ class DesktopNet:
 def _forward_chain() -> str:
     """``DOCKER-USER`` (Docker's place for the user's forward rules), or ``FORWARD`` when the
     daemon manages no iptables rules."""
-    return "DOCKER-USER" if _iptables("-n", "-L", "DOCKER-USER",
-                                      check=False).returncode == 0 else "FORWARD"
+    return (
+        "DOCKER-USER"
+        if _iptables("-n", "-L", "DOCKER-USER", check=False).returncode == 0
+        else "FORWARD"
+    )
 
 
 def _disable_ipv6(iface: str) -> None:
@@ -248,7 +314,7 @@ def _disable_ipv6(iface: str) -> None:
 def _used_subnets(client: Any) -> list[ipaddress.IPv4Network]:
     used = []
     for net in client.networks.list():
-        for cfg in ((net.attrs.get("IPAM") or {}).get("Config") or []):
+        for cfg in (net.attrs.get("IPAM") or {}).get("Config") or []:
             try:
                 found = ipaddress.ip_network(cfg.get("Subnet", ""), strict=False)
             except ValueError:
@@ -262,8 +328,9 @@ def _free_subnets(client: Any) -> Iterable[ipaddress.IPv4Network]:
     """The /29s of :data:`SUBNETS` that no Docker network overlaps now, lowest first."""
     pool = ipaddress.ip_network(SUBNETS)
     if not isinstance(pool, ipaddress.IPv4Network) or pool.prefixlen > PREFIX_LEN:
-        raise VMStartError(f"HOLO_DOCKER_SUBNETS={SUBNETS!r}: an IPv4 range of /{PREFIX_LEN} "
-                           "or larger is needed")
+        raise VMStartError(
+            f"HOLO_DOCKER_SUBNETS={SUBNETS!r}: an IPv4 range of /{PREFIX_LEN} or larger is needed"
+        )
     used = _used_subnets(client)
     for candidate in pool.subnets(new_prefix=PREFIX_LEN):
         if not any(candidate.overlaps(u) for u in used):
@@ -275,8 +342,10 @@ def _create_network(client: Any, name: str, bridge: str, labels: dict[str, str])
     one first: Docker refuses the overlap and the next one is tried)."""
     from docker.types import IPAMConfig, IPAMPool
 
-    options = {"com.docker.network.bridge.name": bridge,
-               "com.docker.network.bridge.enable_icc": "false"}
+    options = {
+        "com.docker.network.bridge.name": bridge,
+        "com.docker.network.bridge.enable_icc": "false",
+    }
     last: Exception | None = None
     with _create_lock:
         for _attempt in range(8):
@@ -284,17 +353,24 @@ def _create_network(client: Any, name: str, bridge: str, labels: dict[str, str])
                 gateway = str(next(subnet.hosts()))
                 ipam = IPAMConfig(pool_configs=[IPAMPool(subnet=str(subnet), gateway=gateway)])
                 try:
-                    return client.networks.create(name, driver="bridge", options=options,
-                                                  ipam=ipam, labels=labels,
-                                                  check_duplicate=True)
+                    return client.networks.create(
+                        name,
+                        driver="bridge",
+                        options=options,
+                        ipam=ipam,
+                        labels=labels,
+                        check_duplicate=True,
+                    )
                 except Exception as exc:  # noqa: BLE001 - docker.errors.APIError
                     if "overlap" not in str(exc).lower():
                         raise VMStartError(f"could not create network {name}: {exc}") from exc
                     last = exc
                     break  # taken meanwhile: list the networks again
             else:
-                raise VMStartError(f"no free /{PREFIX_LEN} left in {SUBNETS} for a desktop "
-                                   "network (HOLO_DOCKER_SUBNETS sets the range)")
+                raise VMStartError(
+                    f"no free /{PREFIX_LEN} left in {SUBNETS} for a desktop "
+                    "network (HOLO_DOCKER_SUBNETS sets the range)"
+                )
     raise VMStartError(f"could not create network {name}: {last}")
 
 
@@ -320,8 +396,12 @@ def remove_chains(chains: Iterable[str]) -> None:
         return
     for rule in _iptables("-S", check=False).stdout.splitlines():
         parts = shlex.split(rule)
-        if (len(parts) > 2 and parts[0] == "-A" and "-j" in parts
-                and parts[parts.index("-j") + 1] in names):
+        if (
+            len(parts) > 2
+            and parts[0] == "-A"
+            and "-j" in parts
+            and parts[parts.index("-j") + 1] in names
+        ):
             _iptables("-D", *parts[1:], check=False)
     for chain in sorted(names):
         if _iptables("-n", "-L", chain, check=False).returncode == 0:
@@ -331,7 +411,7 @@ def remove_chains(chains: Iterable[str]) -> None:
 
 def _remove_listed(client: Any, network: Any) -> str:
     labels = network.attrs.get("Labels") or {}
-    for container in (network.attrs.get("Containers") or {}):
+    for container in network.attrs.get("Containers") or {}:
         try:
             client.containers.get(container).remove(force=True, v=True)
         except Exception:  # noqa: BLE001 - already gone
@@ -373,8 +453,9 @@ def sweep_run_networks(client: Any, run_id: str, controller_pid: int) -> list[st
     """Remove the desktop networks of run ``run_id`` under controller ``controller_pid`` whose
     owner is gone (the run's end: its workers have closed theirs)."""
     removed = []
-    for network in _desktop_networks(client, f"{LABEL_RUN}={run_id}",
-                                     f"{LABEL_PID}={controller_pid}"):
+    for network in _desktop_networks(
+        client, f"{LABEL_RUN}={run_id}", f"{LABEL_PID}={controller_pid}"
+    ):
         if not alive(network.attrs.get("Labels") or {}, LABEL_OWNER):
             removed.append(_remove_listed(client, network))
             log.warning("swept desktop network %s of this run: its owner is gone", network.name)
@@ -402,6 +483,17 @@ def sweep_dead_chains() -> list[str]:
     return sorted(dead)
 
 
-__all__ = ["BLOCKED_DESTINATIONS", "DesktopNet", "SUBNETS", "chain_names",
-           "desktop_chains", "firewall_missing", "new_tag", "remove_chains", "resolvers",
-           "sweep_dead_chains", "sweep_dead_networks", "sweep_run_networks"]
+__all__ = [
+    "BLOCKED_DESTINATIONS",
+    "DesktopNet",
+    "SUBNETS",
+    "chain_names",
+    "desktop_chains",
+    "firewall_missing",
+    "new_tag",
+    "remove_chains",
+    "resolvers",
+    "sweep_dead_chains",
+    "sweep_dead_networks",
+    "sweep_run_networks",
+]

@@ -32,19 +32,47 @@ from typing import TYPE_CHECKING, Any
 from computer_env.desktop.gateway import OSWorldGateway, with_gateway
 from computer_env.desktop.providers.base import DesktopHandle, DesktopProvider
 from computer_env.desktop.providers.docker.containers import (
-    LABEL_OWNER, LABEL_PID, LABEL_RUN, exit_reason, gateway_address, guest_server_options,
-    labels, osworld_options, remove_by_id, remove_quietly, sweep_dead_containers,
-    sweep_run_containers)
-from computer_env.desktop.providers.docker.host import (KVM_SLOWDOWN, ImageKind, connect,
-                                                       docker_errors, kvm_usable, preflight)
-from computer_env.desktop.providers.docker.network import (DesktopNet, firewall_missing,
-                                                          new_tag, sweep_dead_networks,
-                                                          sweep_run_networks)
+    LABEL_OWNER,
+    LABEL_PID,
+    LABEL_RUN,
+    exit_reason,
+    gateway_address,
+    guest_server_options,
+    labels,
+    osworld_options,
+    remove_by_id,
+    remove_quietly,
+    sweep_dead_containers,
+    sweep_run_containers,
+)
+from computer_env.desktop.providers.docker.host import (
+    KVM_SLOWDOWN,
+    ImageKind,
+    connect,
+    docker_errors,
+    kvm_usable,
+    preflight,
+)
+from computer_env.desktop.providers.docker.network import (
+    DesktopNet,
+    firewall_missing,
+    new_tag,
+    sweep_dead_networks,
+    sweep_run_networks,
+)
 from computer_env.desktop.providers.docker.seccomp import run_container
-from computer_env.desktop.providers.limits import (DesktopLimits, cgroup_breaches,
-                                                   pid_cgroup_dirs, tmp_breach)
-from computer_env.desktop.providers.ports import (named_ports, probe, published_ports,
-                                                 wait_until_ready)
+from computer_env.desktop.providers.limits import (
+    DesktopLimits,
+    cgroup_breaches,
+    pid_cgroup_dirs,
+    tmp_breach,
+)
+from computer_env.desktop.providers.ports import (
+    named_ports,
+    probe,
+    published_ports,
+    wait_until_ready,
+)
 from computer_env.errors import VMStartError
 from computer_env.procs import running_since
 from computer_env.readiness import NotReady, NotYet, wait_until
@@ -56,8 +84,10 @@ log = logging.getLogger(__name__)
 
 DEFAULT_OSWORLD_IMAGE = "happysixd/osworld-docker"
 DEFAULT_GUEST_SERVER_IMAGE = "holo-bench/desktop:latest"
-NO_FIREWALL = ("desktops get a network each (no desktop reaches another), but their host side "
-               "is not firewalled: every host port listening on all addresses is open to them")
+NO_FIREWALL = (
+    "desktops get a network each (no desktop reaches another), but their host side "
+    "is not firewalled: every host port listening on all addresses is open to them"
+)
 
 #: a container, its token, its network
 Desktop = tuple[Any, str | None, DesktopNet]
@@ -101,15 +131,21 @@ class DockerProvider(DesktopProvider):
         """
         qcow2_path = qcow2_path or vm_path
         if kind is None:
-            kind = ("osworld" if qcow2_path or (image or "").startswith("happysixd/")
-                    else "guest-server")
+            kind = (
+                "osworld"
+                if qcow2_path or (image or "").startswith("happysixd/")
+                else "guest-server"
+            )
         self.kind: ImageKind = kind
         osworld = kind == "osworld"
         self.image = image or (DEFAULT_OSWORLD_IMAGE if osworld else DEFAULT_GUEST_SERVER_IMAGE)
         self.qcow2_path = Path(qcow2_path).expanduser().resolve() if qcow2_path else None
         self.limits = limits or DesktopLimits.from_values()
-        self.ram_size = ram_size or os.environ.get("RAM_SIZE") or (
-            "4G" if osworld else f"{self.limits.memory_bytes // (1024 * 1024)}M")
+        self.ram_size = (
+            ram_size
+            or os.environ.get("RAM_SIZE")
+            or ("4G" if osworld else f"{self.limits.memory_bytes // (1024 * 1024)}M")
+        )
         self.cpu_cores = int(cpu_cores or os.environ.get("CPU_CORES") or 4)  # OSWorld VM's vCPUs
         self.cpus = float(cpu_cores) if cpu_cores and not osworld else self.limits.cpus
         self.disk_size = disk_size or os.environ.get("DISK_SIZE") or "32G"
@@ -139,9 +175,15 @@ class DockerProvider(DesktopProvider):
 
     @classmethod
     def from_options(cls, opts: ProviderOptions, variant: str = "") -> DockerProvider:
-        return cls(opts.docker_image, vm_path=opts.vm_path, run_id=opts.run_id,
-                   worker=opts.worker_id, screen=opts.screen,
-                   controller_pid=opts.controller_pid, limits=opts.limits)
+        return cls(
+            opts.docker_image,
+            vm_path=opts.vm_path,
+            run_id=opts.run_id,
+            worker=opts.worker_id,
+            screen=opts.screen,
+            controller_pid=opts.controller_pid,
+            limits=opts.limits,
+        )
 
     @classmethod
     def preflight(cls, opts: ProviderOptions, variant: str = "") -> list[str]:
@@ -152,15 +194,20 @@ class DockerProvider(DesktopProvider):
             warnings.append(f"{why}: {NO_FIREWALL}")
         removed = sweep_dead_leftovers()
         if removed:
-            warnings.append(f"removed {len(removed)} container(s), network(s) and firewall "
-                            f"chain(s) of dead runs: {', '.join(removed)}")
+            warnings.append(
+                f"removed {len(removed)} container(s), network(s) and firewall "
+                f"chain(s) of dead runs: {', '.join(removed)}"
+            )
         return warnings
 
     # ----------------------------------------------------------------- public API
     def check_host(self) -> list[str]:
         """Check daemon, image, qcow2 and KVM; raise ``ConfigurationError``; return warnings."""
         return preflight(
-            image=self.image, kind=self.kind, qcow2_path=self.qcow2_path, kvm=self.kvm,
+            image=self.image,
+            kind=self.kind,
+            qcow2_path=self.qcow2_path,
+            kvm=self.kvm,
             docker_host=self.docker_host,
         )
 
@@ -188,8 +235,9 @@ class DockerProvider(DesktopProvider):
         old, old_net = self._container, self._net
         self._container, self._handle, self._net = None, None, None
         if old is not None or old_net is not None:
-            self._background().submit(self._remove, self._bg_docker(),
-                                      old.id if old is not None else None, old_net)
+            self._background().submit(
+                self._remove, self._bg_docker(), old.id if old is not None else None, old_net
+            )
         desktop: Desktop | None = None
         if self._spare is not None:
             spare, self._spare = self._spare, None
@@ -199,8 +247,9 @@ class DockerProvider(DesktopProvider):
                 log.warning("pre-warmed spare failed (%s); starting a fresh container", exc)
         self._handle = self._activate(*(desktop or self._create()))
         self._launch_spare()
-        log.info("docker reset in %.2fs (%s)", time.monotonic() - t0,
-                 "spare" if self.prewarm else "cold")
+        log.info(
+            "docker reset in %.2fs (%s)", time.monotonic() - t0, "spare" if self.prewarm else "cold"
+        )
         return self._handle
 
     def is_alive(self) -> bool:
@@ -302,17 +351,26 @@ class DockerProvider(DesktopProvider):
                 raise VMStartError(f"container {container.short_id} has no published port 5000")
             url = f"http://127.0.0.1:{ports[5000]}"
             gateway = gateway_address(attrs)
-            wait_until_ready(url, token, timeout=self.ready_timeout,
-                             what=f"container {container.name} ({self.image})",
-                             still_starting=lambda: exit_reason(container))
+            wait_until_ready(
+                url,
+                token,
+                timeout=self.ready_timeout,
+                what=f"container {container.name} ({self.image})",
+                still_starting=lambda: exit_reason(container),
+            )
         except Exception:
             remove_quietly(container)
             self._remove_net(self._docker(), net)
             self._container, self._net = None, None
             raise
         handle = DesktopHandle(
-            url=url, token=token, display=":0" if self.kind == "guest-server" else None,
-            guest_host=gateway, ports=named_ports(ports), provider="docker", image=self.image,
+            url=url,
+            token=token,
+            display=":0" if self.kind == "guest-server" else None,
+            guest_host=gateway,
+            ports=named_ports(ports),
+            provider="docker",
+            image=self.image,
         )
         handle, self._osworld_gateway = with_gateway(handle, self._osworld_gateway)
         return handle
@@ -320,11 +378,21 @@ class DockerProvider(DesktopProvider):
     def container_options(self, token: str | None = None) -> dict[str, Any]:
         """This image's ``containers.run`` options (ports, environment, devices, limits)."""
         if self.kind == "osworld":
-            return osworld_options(qcow2_path=self.qcow2_path, ram_size=self.ram_size,
-                                   cpu_cores=self.cpu_cores, disk_size=self.disk_size,
-                                   kvm=self.kvm, cpus=self.cpus)
-        return guest_server_options(token=token, screen=self.screen, ram_size=self.ram_size,
-                                    cpus=self.cpus, limits=self.limits)
+            return osworld_options(
+                qcow2_path=self.qcow2_path,
+                ram_size=self.ram_size,
+                cpu_cores=self.cpu_cores,
+                disk_size=self.disk_size,
+                kvm=self.kvm,
+                cpus=self.cpus,
+            )
+        return guest_server_options(
+            token=token,
+            screen=self.screen,
+            ram_size=self.ram_size,
+            cpus=self.cpus,
+            limits=self.limits,
+        )
 
     def _create(self, client: Any = None, role: str = "active") -> Desktop:
         """Create a network and start a container on it (does not wait for readiness)."""
@@ -332,11 +400,13 @@ class DockerProvider(DesktopProvider):
         token = secrets.token_urlsafe(24) if self.kind == "guest-server" else None
         tag = new_tag()
         name = f"holo-{self.worker}-{os.getpid()}-{tag}"
-        owned = labels(run_id=self.run_id, worker=self.worker,
-                       controller_pid=self.controller_pid, role=role)
+        owned = labels(
+            run_id=self.run_id, worker=self.worker, controller_pid=self.controller_pid, role=role
+        )
         net = self._new_net(client, name, tag, owned)
-        kwargs: dict[str, Any] = dict(image=self.image, detach=True, init=True, labels=owned,
-                                      name=name, network=net.name)
+        kwargs: dict[str, Any] = dict(
+            image=self.image, detach=True, init=True, labels=owned, name=name, network=net.name
+        )
         kwargs.update(self.container_options(token))
         try:
             container = run_container(client, kwargs)
@@ -355,8 +425,14 @@ class DockerProvider(DesktopProvider):
                 if why:
                     log.warning("docker: %s: %s", why, NO_FIREWALL)
                 self._firewall = why is None
-            net = DesktopNet.create(client, name=name, tag=tag, labels=owned,
-                                    allowed=self._allowed, firewall=self._firewall)
+            net = DesktopNet.create(
+                client,
+                name=name,
+                tag=tag,
+                labels=owned,
+                allowed=self._allowed,
+                firewall=self._firewall,
+            )
             self._live_nets[net.name] = net
         return net
 
@@ -387,8 +463,9 @@ def sweep_dead_leftovers(docker_host: str | None = None) -> list[str]:
         client.close()
 
 
-def sweep_run_leftovers(run_id: str, controller_pid: int, *, timeout: float = 20.0,
-                        docker_host: str | None = None) -> list[str]:
+def sweep_run_leftovers(
+    run_id: str, controller_pid: int, *, timeout: float = 20.0, docker_host: str | None = None
+) -> list[str]:
     """The run's end, on its controller: wait (at most ``timeout`` s) until the processes that
     made this run's containers have exited, then remove what those of run ``run_id`` (under
     ``controller_pid``) left, and what gone owners left on this host. Returns the names."""
@@ -397,10 +474,18 @@ def sweep_run_leftovers(run_id: str, controller_pid: int, *, timeout: float = 20
         wanted = [f"{LABEL_RUN}={run_id}", f"{LABEL_PID}={controller_pid}"]
 
         def owners_gone() -> bool:
-            listed = client.containers.list(all=True, filters={"label": wanted},
-                                            ignore_removed=True)
-            live = sorted({pid for c in listed if (pid := c.labels.get(LABEL_OWNER, "")).isdigit()
-                           and int(pid) != os.getpid() and running_since(int(pid))})
+            listed = client.containers.list(
+                all=True, filters={"label": wanted}, ignore_removed=True
+            )
+            live = sorted(
+                {
+                    pid
+                    for c in listed
+                    if (pid := c.labels.get(LABEL_OWNER, "")).isdigit()
+                    and int(pid) != os.getpid()
+                    and running_since(int(pid))
+                }
+            )
             if live:
                 raise NotYet(f"owner pid(s) {', '.join(live)} still running")
             return True

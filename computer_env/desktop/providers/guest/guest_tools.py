@@ -31,9 +31,13 @@ from pathlib import Path
 
 # CHROME_LINK, GUEST_CHROME_DIR, make_chrome_dir: also reached from here (docker/Dockerfile)
 from computer_env import guest_programs
-from computer_env.desktop.providers.guest.guest_chrome import (CHROME_DESKTOP_ENTRY, CHROME_LINK,
-                                                         CHROME_SCRIPTS, GUEST_CHROME_DIR,
-                                                         make_chrome_dir)
+from computer_env.desktop.providers.guest.guest_chrome import (
+    CHROME_DESKTOP_ENTRY,
+    CHROME_LINK,
+    CHROME_SCRIPTS,
+    GUEST_CHROME_DIR,
+    make_chrome_dir,
+)
 from computer_env.desktop.providers.guest.home_template import build_once
 
 GUEST_TOOLS = "/opt/desktop/bin"
@@ -48,7 +52,8 @@ UNAVAILABLE: dict[str, str] = {
         "@vscode/test-electron download their binaries from the internet at install/run "
         "time; code-server is a browser-served VS Code with settings under "
         "~/.local/share/code-server instead of ~/.config/Code, windows titled 'code-server' "
-        "instead of 'Visual Studio Code', and extensions from Open VSX over the internet)"),
+        "instead of 'Visual Studio Code', and extensions from Open VSX over the internet)"
+    ),
 }
 
 _SITECUSTOMIZE = '''"""Packages the desktop's user installs with pip (PIP_TARGET) are importable, after the
@@ -67,28 +72,38 @@ def user_site(home: str) -> str:
     return f"{home}/.local/lib/python{sys.version_info[0]}.{sys.version_info[1]}/site-packages"
 
 
-SCRIPTS: dict[str, str] = {**CHROME_SCRIPTS, "sudo": guest_programs.fill("sudo.sh", PASSWORD=GUEST_PASSWORD)}
+SCRIPTS: dict[str, str] = {
+    **CHROME_SCRIPTS,
+    "sudo": guest_programs.fill("sudo.sh", PASSWORD=GUEST_PASSWORD),
+}
 
 
 def session_bus_config(guest_uid: int) -> str:
     """The standard session bus configuration, listening on ``/run/user/<uid>/bus``."""
     path = Path("/usr/share/dbus-1/session.conf")
-    text = path.read_text() if path.exists() else (
-        "<!DOCTYPE busconfig PUBLIC \"-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN\" "
-        "\"http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd\">\n<busconfig>\n"
-        "<type>session</type>\n<listen>unix:tmpdir=/tmp</listen>\n"
-        "<standard_session_servicedirs />\n<policy context=\"default\">\n"
-        "<allow send_destination=\"*\" eavesdrop=\"true\"/>\n<allow eavesdrop=\"true\"/>\n"
-        "<allow own=\"*\"/>\n</policy>\n</busconfig>\n")
+    text = (
+        path.read_text()
+        if path.exists()
+        else (
+            '<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN" '
+            '"http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">\n<busconfig>\n'
+            "<type>session</type>\n<listen>unix:tmpdir=/tmp</listen>\n"
+            '<standard_session_servicedirs />\n<policy context="default">\n'
+            '<allow send_destination="*" eavesdrop="true"/>\n<allow eavesdrop="true"/>\n'
+            '<allow own="*"/>\n</policy>\n</busconfig>\n'
+        )
+    )
     listen = f"<listen>unix:path=/run/user/{guest_uid}/bus</listen>"
     text, n = re.subn(r"<listen>[^<]*</listen>", listen, text, count=1)
     if not n:
         text = text.replace("</busconfig>", f"{listen}\n</busconfig>")
     # session.conf's relative <include>s resolve against the config file's folder
-    return text.replace("<include ignore_missing=\"yes\">session.conf",
-                        "<include ignore_missing=\"yes\">/usr/share/dbus-1/session.conf"
-                        ).replace("<includedir>session.d</includedir>",
-                                  "<includedir>/usr/share/dbus-1/session.d</includedir>")
+    return text.replace(
+        '<include ignore_missing="yes">session.conf',
+        '<include ignore_missing="yes">/usr/share/dbus-1/session.conf',
+    ).replace(
+        "<includedir>session.d</includedir>", "<includedir>/usr/share/dbus-1/session.d</includedir>"
+    )
 
 
 def _fingerprint() -> str:
@@ -132,6 +147,17 @@ def ensure_tools(base: Path) -> Path:
     return build_once(base / f"desktop-tools-{_fingerprint()}", write_tools)
 
 
-__all__ = ["CHROME_LINK", "GUEST_CHROME_DIR", "GUEST_PASSWORD", "GUEST_PYTHON_DIR", "GUEST_TOOLS",
-           "SCRIPTS", "UNAVAILABLE", "ensure_tools", "make_chrome_dir",
-           "session_bus_config", "user_site", "write_tools"]
+__all__ = [
+    "CHROME_LINK",
+    "GUEST_CHROME_DIR",
+    "GUEST_PASSWORD",
+    "GUEST_PYTHON_DIR",
+    "GUEST_TOOLS",
+    "SCRIPTS",
+    "UNAVAILABLE",
+    "ensure_tools",
+    "make_chrome_dir",
+    "session_bus_config",
+    "user_site",
+    "write_tools",
+]

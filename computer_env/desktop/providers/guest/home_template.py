@@ -39,8 +39,12 @@ _LO_ITEMS: list[tuple[str, str, str, str]] = [
     # `libreoffice --impress` opens an empty presentation, not the template chooser
     ("/org.openoffice.Office.Impress/Misc/NewDoc", "AutoPilot", "boolean", "false"),
     ("/org.openoffice.Office.Common/Security/Scripting", "MacroSecurityLevel", "int", "3"),
-    ("/org.openoffice.Office.Jobs/Jobs/org.openoffice.Office.Jobs:Job['UpdateCheck']/Arguments",
-     "AutoCheckEnabled", "boolean", "false"),
+    (
+        "/org.openoffice.Office.Jobs/Jobs/org.openoffice.Office.Jobs:Job['UpdateCheck']/Arguments",
+        "AutoCheckEnabled",
+        "boolean",
+        "false",
+    ),
 ]
 
 
@@ -77,20 +81,30 @@ XTerm*termName: xterm-256color
 # Google as the default search engine, stored as Chrome stores a user's choice (the profile's
 # Preferences, which Chrome completes on first start; a task may still change it). Google is
 # Chrome's built-in engine 1 (prepopulate_id); the URLs are Chrome's own for it.
-_GOOGLE_SEARCH = {"default_search_provider_data": {"template_url_data": {
-    "id": "2", "short_name": "Google", "keyword": "google.com", "prepopulate_id": 1,
-    "url": "{google:baseURL}search?q={searchTerms}&{google:RLZ}"
-           "{google:originalQueryForSuggestion}{google:assistedQueryStats}"
-           "{google:searchFieldtrialParameter}{google:searchClient}{google:sourceId}"
-           "ie={inputEncoding}",
-    "suggestions_url": "{google:baseSuggestURL}search?{google:searchFieldtrialParameter}"
-                       "client={google:suggestClient}&gs_ri={google:suggestRID}&xssi=t&"
-                       "q={searchTerms}&{google:inputType}{google:cursorPosition}"
-                       "{google:currentPageUrl}{google:pageClassification}"
-                       "{google:searchVersion}{google:sessionToken}{google:prefetchQuery}"
-                       "sugkey={google:suggestAPIKeyParameter}",
-    "favicon_url": "https://www.google.com/favicon.ico", "input_encodings": ["UTF-8"],
-    "safe_for_autoreplace": True, "created_by_policy": 0}}}
+_GOOGLE_SEARCH = {
+    "default_search_provider_data": {
+        "template_url_data": {
+            "id": "2",
+            "short_name": "Google",
+            "keyword": "google.com",
+            "prepopulate_id": 1,
+            "url": "{google:baseURL}search?q={searchTerms}&{google:RLZ}"
+            "{google:originalQueryForSuggestion}{google:assistedQueryStats}"
+            "{google:searchFieldtrialParameter}{google:searchClient}{google:sourceId}"
+            "ie={inputEncoding}",
+            "suggestions_url": "{google:baseSuggestURL}search?{google:searchFieldtrialParameter}"
+            "client={google:suggestClient}&gs_ri={google:suggestRID}&xssi=t&"
+            "q={searchTerms}&{google:inputType}{google:cursorPosition}"
+            "{google:currentPageUrl}{google:pageClassification}"
+            "{google:searchVersion}{google:sessionToken}{google:prefetchQuery}"
+            "sugkey={google:suggestAPIKeyParameter}",
+            "favicon_url": "https://www.google.com/favicon.ico",
+            "input_encodings": ["UTF-8"],
+            "safe_for_autoreplace": True,
+            "created_by_policy": 0,
+        }
+    }
+}
 _CHROME_PREFERENCES = json.dumps(_GOOGLE_SEARCH, indent=1) + "\n"
 
 _USER_DIRS = """\
@@ -115,11 +129,13 @@ alias ll='ls -l'
 
 # the video types whose default OSWorld's default_video_player getter asks xdg-mime about; as on
 # Ubuntu, the default video player is Totem (GNOME Videos), not VLC
-_VIDEO_TYPES = ("3gp 3gpp 3gpp2 avi divx dv fli flv mp2t mp4 mp4v-es mpeg mpeg-system msvideo ogg "
-                "quicktime vnd.divx vnd.mpegurl vnd.rn-realvideo webm x-anim x-avi x-flc x-fli "
-                "x-flv x-m4v x-matroska x-mpeg x-mpeg-system x-mpeg2 x-ms-asf x-ms-asf-plugin "
-                "x-ms-asx x-ms-wm x-ms-wmv x-ms-wmx x-ms-wvx x-msvideo x-nsv x-ogm x-ogm+ogg "
-                "x-theora x-theora+ogg").split()
+_VIDEO_TYPES = (
+    "3gp 3gpp 3gpp2 avi divx dv fli flv mp2t mp4 mp4v-es mpeg mpeg-system msvideo ogg "
+    "quicktime vnd.divx vnd.mpegurl vnd.rn-realvideo webm x-anim x-avi x-flc x-fli "
+    "x-flv x-m4v x-matroska x-mpeg x-mpeg-system x-mpeg2 x-ms-asf x-ms-asf-plugin "
+    "x-ms-asx x-ms-wm x-ms-wmv x-ms-wmx x-ms-wvx x-msvideo x-nsv x-ogm x-ogm+ogg "
+    "x-theora x-theora+ogg"
+).split()
 
 _MIMEAPPS = """\
 [Default Applications]
@@ -177,8 +193,10 @@ set-sink-volume speakers 26214
 
 _PULSE_DAEMON_CONF = "exit-idle-time = -1\nflat-volumes = no\n"
 
-_TERMINAL_KEY = ("  <keybind key=\"C-A-t\"><action name=\"Execute\">"
-                 "<command>gnome-terminal</command></action></keybind>\n")
+_TERMINAL_KEY = (
+    '  <keybind key="C-A-t"><action name="Execute">'
+    "<command>gnome-terminal</command></action></keybind>\n"
+)
 
 
 def _openbox_rc() -> str | None:
@@ -207,8 +225,19 @@ FILES: dict[str, str] = {
 }
 if (_rc := _openbox_rc()) is not None:
     FILES[".config/openbox/rc.xml"] = _rc
-DIRS: tuple[str, ...] = ("Desktop", "Documents", "Downloads", "Music", "Pictures", "Videos",
-                         "Templates", "Public", ".cache", ".local/share", ".config/autostart")
+DIRS: tuple[str, ...] = (
+    "Desktop",
+    "Documents",
+    "Downloads",
+    "Music",
+    "Pictures",
+    "Videos",
+    "Templates",
+    "Public",
+    ".cache",
+    ".local/share",
+    ".config/autostart",
+)
 
 
 def _fingerprint() -> str:

@@ -16,8 +16,11 @@ from computer_env.lazy import lazy_names
 if TYPE_CHECKING:
     from computer_env.desktop.providers.local.provider import LocalSandboxProvider
 
-__getattr__ = lazy_names(__name__, {
-    "computer_env.desktop.providers.local.provider": ("LocalSandboxProvider",),
-})
+__getattr__ = lazy_names(
+    __name__,
+    {
+        "computer_env.desktop.providers.local.provider": ("LocalSandboxProvider",),
+    },
+)
 
 __all__ = ["LocalSandboxProvider"]

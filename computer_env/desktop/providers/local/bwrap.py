@@ -49,39 +49,71 @@ INIT_SCRIPT = guest_programs.read("desktop_session.sh")
 """The desktop session's init script (``guest_programs/desktop_session.sh``), written into the
 sandbox's state folder as ``init.sh``."""
 
-PASSWD = ("root:x:0:0:root:/root:/usr/sbin/nologin\n"
-          f"user:x:{GUEST_UID}:{GUEST_UID}:user:{GUEST_HOME}:/bin/bash\n"
-          "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n")
+PASSWD = (
+    "root:x:0:0:root:/root:/usr/sbin/nologin\n"
+    f"user:x:{GUEST_UID}:{GUEST_UID}:user:{GUEST_HOME}:/bin/bash\n"
+    "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"
+)
 GROUP = f"root:x:0:\nuser:x:{GUEST_UID}:\nnogroup:x:65534:\n"
 
 
-def session_env(*, width: int, height: int, home: str, template: str, token_fd: int,
-                scratch: str, host: str, port: int, display: str,
-                guard: str = "", tools_bin: str = guest_tools.GUEST_TOOLS) -> dict[str, str]:
+def session_env(
+    *,
+    width: int,
+    height: int,
+    home: str,
+    template: str,
+    token_fd: int,
+    scratch: str,
+    host: str,
+    port: int,
+    display: str,
+    guard: str = "",
+    tools_bin: str = guest_tools.GUEST_TOOLS,
+) -> dict[str, str]:
     """Environment of the session (the same keys sandboxed and unsandboxed)."""
     return {
         # The server's interpreter first: OSWorld runs actions as `python -c "import pyautogui"`;
         # then the desktop's own programs (google-chrome, sudo: see guest_tools).
-        "PATH": (f"{Path(python_executable()).parent}:{tools_bin}:/usr/local/bin:/usr/bin:/bin:"
-                 "/usr/sbin:/sbin"),
-        "HOME": home, "USER": "user", "LOGNAME": "user", "SHELL": "/bin/bash",
-        "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "TERM": "xterm-256color",
-        "XDG_SESSION_TYPE": "x11", "XDG_CURRENT_DESKTOP": "openbox",
-        "SAL_USE_VCLPLUGIN": "gtk3", "GTK_MODULES": "gail:atk-bridge",
-        "GNOME_ACCESSIBILITY": "1", "QT_ACCESSIBILITY": "1", "ACCESSIBILITY_ENABLED": "1",
-        "NO_AT_BRIDGE": "0", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1",
-        "DESKTOP_WIDTH": str(width), "DESKTOP_HEIGHT": str(height),
-        "DESKTOP_HOME_TEMPLATE": template, "DESKTOP_TOKEN_FD": str(token_fd),
-        "DESKTOP_SCRATCH": scratch, "DESKTOP_SERVER_HOST": host,
-        "DESKTOP_SERVER_PORT": str(port), "DESKTOP_DISPLAY": display,
-        "DESKTOP_PYTHON": python_executable(), "DESKTOP_GUARD": guard,
+        "PATH": (
+            f"{Path(python_executable()).parent}:{tools_bin}:/usr/local/bin:/usr/bin:/bin:"
+            "/usr/sbin:/sbin"
+        ),
+        "HOME": home,
+        "USER": "user",
+        "LOGNAME": "user",
+        "SHELL": "/bin/bash",
+        "LANG": "C.UTF-8",
+        "LC_ALL": "C.UTF-8",
+        "TERM": "xterm-256color",
+        "XDG_SESSION_TYPE": "x11",
+        "XDG_CURRENT_DESKTOP": "openbox",
+        "SAL_USE_VCLPLUGIN": "gtk3",
+        "GTK_MODULES": "gail:atk-bridge",
+        "GNOME_ACCESSIBILITY": "1",
+        "QT_ACCESSIBILITY": "1",
+        "ACCESSIBILITY_ENABLED": "1",
+        "NO_AT_BRIDGE": "0",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONUNBUFFERED": "1",
+        "DESKTOP_WIDTH": str(width),
+        "DESKTOP_HEIGHT": str(height),
+        "DESKTOP_HOME_TEMPLATE": template,
+        "DESKTOP_TOKEN_FD": str(token_fd),
+        "DESKTOP_SCRATCH": scratch,
+        "DESKTOP_SERVER_HOST": host,
+        "DESKTOP_SERVER_PORT": str(port),
+        "DESKTOP_DISPLAY": display,
+        "DESKTOP_PYTHON": python_executable(),
+        "DESKTOP_GUARD": guard,
     }
 
 
 def python_executable() -> str:
     """The interpreter that runs the guest server (this process's, venv path kept)."""
-    return str(Path(sys.prefix, "bin", "python")) if sys.prefix != sys.base_prefix \
-        else sys.executable
+    return (
+        str(Path(sys.prefix, "bin", "python")) if sys.prefix != sys.base_prefix else sys.executable
+    )
 
 
 def python_binds() -> list[Path]:
@@ -105,9 +137,11 @@ def guest_code(pkg: Path | None = None) -> list[str]:
     top-level modules and :data:`GUEST_SUBPACKAGES`. The local sandbox binds only these; the
     Docker image (``docker/build-image.sh``) copies only these."""
     pkg = pkg or package_dir()
-    return sorted(p.name for p in pkg.iterdir()
-                  if (p.is_file() and p.suffix == ".py")
-                  or (p.is_dir() and p.name in GUEST_SUBPACKAGES))
+    return sorted(
+        p.name
+        for p in pkg.iterdir()
+        if (p.is_file() and p.suffix == ".py") or (p.is_dir() and p.name in GUEST_SUBPACKAGES)
+    )
 
 
 def find_bwrap(path: str | None = None) -> str:
@@ -118,7 +152,8 @@ def find_bwrap(path: str | None = None) -> str:
             "bubblewrap (`bwrap`) is not on PATH: the local desktop sandbox needs it "
             "(Debian/Ubuntu: apt-get install bubblewrap). To run the desktop WITHOUT a sandbox "
             "(the agent's actions then run on this host), pass "
-            "LocalSandboxProvider(unsandboxed=True) explicitly.")
+            "LocalSandboxProvider(unsandboxed=True) explicitly."
+        )
     return found
 
 
@@ -127,8 +162,8 @@ class SandboxLayout:
     """Host paths bound into one sandbox."""
 
     state_dir: Path  # per desktop: passwd, group, init.sh (bound read-only at GUEST_RUN)
-    template: Path   # the home template (read-only at GUEST_TEMPLATE)
-    tools: Path      # guest_tools.ensure_tools(): bin/, applications/
+    template: Path  # the home template (read-only at GUEST_TEMPLATE)
+    tools: Path  # guest_tools.ensure_tools(): bin/, applications/
     chrome: Path | None = None  # guest_chrome.ensure_chrome_dir(): Chromium named "chrome"
     tmp_bytes: int = 512 * 1024 * 1024  # size of /tmp and of /dev/shm
 
@@ -170,42 +205,126 @@ def staged_python_binds(stage_root: Path) -> dict[Path, Path]:
     return staged
 
 
-def bwrap_argv(bwrap: str, layout: SandboxLayout, *, width: int, height: int,
-               info_fd: int, token_fd: int, staged: dict[Path, Path]) -> list[str]:
+def bwrap_argv(
+    bwrap: str,
+    layout: SandboxLayout,
+    *,
+    width: int,
+    height: int,
+    info_fd: int,
+    token_fd: int,
+    staged: dict[Path, Path],
+) -> list[str]:
     """The full ``bwrap ... bash init.sh`` command line (``token_fd``: :func:`token_pipe`'s,
     inherited through bwrap by the init script)."""
-    env = session_env(width=width, height=height, home=GUEST_HOME, template=GUEST_TEMPLATE,
-                      token_fd=token_fd, scratch="/tmp/.desktop",
-                      host="0.0.0.0", port=GUEST_SERVER_PORT, display=":0")
-    argv = [bwrap, "--unshare-user", "--uid", str(GUEST_UID), "--gid", str(GUEST_UID),
-            "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
-            "--hostname", "desktop", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
-            "--info-fd", str(info_fd),
-            "--ro-bind", "/usr", "/usr", "--ro-bind", "/etc", "/etc"]
+    env = session_env(
+        width=width,
+        height=height,
+        home=GUEST_HOME,
+        template=GUEST_TEMPLATE,
+        token_fd=token_fd,
+        scratch="/tmp/.desktop",
+        host="0.0.0.0",
+        port=GUEST_SERVER_PORT,
+        display=":0",
+    )
+    argv = [
+        bwrap,
+        "--unshare-user",
+        "--uid",
+        str(GUEST_UID),
+        "--gid",
+        str(GUEST_UID),
+        "--unshare-pid",
+        "--unshare-ipc",
+        "--unshare-uts",
+        "--unshare-cgroup-try",
+        "--hostname",
+        "desktop",
+        "--die-with-parent",
+        "--new-session",
+        "--cap-drop",
+        "ALL",
+        "--info-fd",
+        str(info_fd),
+        "--ro-bind",
+        "/usr",
+        "/usr",
+        "--ro-bind",
+        "/etc",
+        "/etc",
+    ]
     for name in ("bin", "lib", "lib32", "lib64", "libx32", "sbin"):
         target = Path("/", name)
         if target.is_symlink():
             argv += ["--symlink", str(target.readlink()), f"/{name}"]
         elif target.is_dir():
             argv += ["--ro-bind", str(target), f"/{name}"]
-    argv += ["--ro-bind", str(layout.state_dir / "passwd"), "/etc/passwd",
-             "--ro-bind", str(layout.state_dir / "group"), "/etc/group",
-             "--dev", "/dev", "--size", str(layout.tmp_bytes), "--tmpfs", "/dev/shm",
-             "--proc", "/proc", "--size", str(layout.tmp_bytes), "--tmpfs", "/tmp",
-             "--tmpfs", "/run", "--tmpfs", "/var", "--dir", "/var/tmp",
-             "--ro-bind-try", "/var/cache/fontconfig", "/var/cache/fontconfig",
-             "--ro-bind-try", "/var/lib/dbus", "/var/lib/dbus",
-             # the package database (`apt list --installed`, `dpkg -l`), read-only
-             "--ro-bind-try", "/var/lib/dpkg", "/var/lib/dpkg",
-             "--ro-bind-try", "/var/lib/apt", "/var/lib/apt",
-             "--ro-bind-try", "/var/cache/apt", "/var/cache/apt",
-             "--ro-bind", str(layout.tools / "bin"), guest_tools.GUEST_TOOLS,
-             "--ro-bind", str(layout.tools / "applications"), "/usr/share/applications",
-             "--ro-bind-try", str(layout.tools / "python"), guest_tools.GUEST_PYTHON_DIR,
-             "--perms", "0700", "--dir", f"/run/user/{GUEST_UID}",
-             "--tmpfs", "/home", "--dir", GUEST_HOME,
-             "--ro-bind", str(layout.template), GUEST_TEMPLATE,
-             "--ro-bind", str(layout.state_dir), GUEST_RUN]
+    argv += [
+        "--ro-bind",
+        str(layout.state_dir / "passwd"),
+        "/etc/passwd",
+        "--ro-bind",
+        str(layout.state_dir / "group"),
+        "/etc/group",
+        "--dev",
+        "/dev",
+        "--size",
+        str(layout.tmp_bytes),
+        "--tmpfs",
+        "/dev/shm",
+        "--proc",
+        "/proc",
+        "--size",
+        str(layout.tmp_bytes),
+        "--tmpfs",
+        "/tmp",
+        "--tmpfs",
+        "/run",
+        "--tmpfs",
+        "/var",
+        "--dir",
+        "/var/tmp",
+        "--ro-bind-try",
+        "/var/cache/fontconfig",
+        "/var/cache/fontconfig",
+        "--ro-bind-try",
+        "/var/lib/dbus",
+        "/var/lib/dbus",
+        # the package database (`apt list --installed`, `dpkg -l`), read-only
+        "--ro-bind-try",
+        "/var/lib/dpkg",
+        "/var/lib/dpkg",
+        "--ro-bind-try",
+        "/var/lib/apt",
+        "/var/lib/apt",
+        "--ro-bind-try",
+        "/var/cache/apt",
+        "/var/cache/apt",
+        "--ro-bind",
+        str(layout.tools / "bin"),
+        guest_tools.GUEST_TOOLS,
+        "--ro-bind",
+        str(layout.tools / "applications"),
+        "/usr/share/applications",
+        "--ro-bind-try",
+        str(layout.tools / "python"),
+        guest_tools.GUEST_PYTHON_DIR,
+        "--perms",
+        "0700",
+        "--dir",
+        f"/run/user/{GUEST_UID}",
+        "--tmpfs",
+        "/home",
+        "--dir",
+        GUEST_HOME,
+        "--ro-bind",
+        str(layout.template),
+        GUEST_TEMPLATE,
+        "--ro-bind",
+        str(layout.state_dir),
+        GUEST_RUN,
+    ]
     if layout.chrome is not None:
         argv += ["--ro-bind", str(layout.chrome), guest_chrome.GUEST_CHROME_DIR]
     pkg = package_dir()

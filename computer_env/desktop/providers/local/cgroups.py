@@ -44,8 +44,9 @@ def own_cgroup(controller: str) -> str | None:
         return None
     for line in lines:
         _id, controllers, path = line.split(":", 2)
-        if (controller and controller in controllers.split(",")) \
-                or (controller == "" and _id == "0"):
+        if (controller and controller in controllers.split(",")) or (
+            controller == "" and _id == "0"
+        ):
             return path
     return None
 
@@ -83,8 +84,10 @@ class SessionCgroup:
             ownership.record(run)
             name = f"{NAME_PREFIX}{os.getpid()}-{run.id}-{secrets.token_hex(3)}"
         if self.version is None:
-            raise OSError("no usable cgroup hierarchy (need cgroup v2 with memory and pids, or "
-                          "the v1 memory and pids controllers)")
+            raise OSError(
+                "no usable cgroup hierarchy (need cgroup v2 with memory and pids, or "
+                "the v1 memory and pids controllers)"
+            )
         try:
             if self.version == 2:
                 self._create_v2(name)
@@ -254,6 +257,9 @@ def sweep_stale_cgroups(by: Sweeper | None = None) -> list[Path]:
     :func:`stale_cgroups`); those removed."""
     removed = [d for d in stale_cgroups(by) if remove_cgroup(d)]
     if removed:
-        log.info("swept %d cgroup(s) of dead desktops: %s", len(removed),
-                 ", ".join(sorted({d.name for d in removed})))
+        log.info(
+            "swept %d cgroup(s) of dead desktops: %s",
+            len(removed),
+            ", ".join(sorted({d.name for d in removed})),
+        )
     return removed

@@ -50,7 +50,7 @@ class Resources:
                 self.state_dir = None
 
 
-_live: "weakref.WeakSet[Finalizer]" = weakref.WeakSet()
+_live: weakref.WeakSet[Finalizer] = weakref.WeakSet()
 _handler_lock = threading.Lock()
 _handler_installed = False
 
@@ -91,9 +91,9 @@ def install_sigterm_handler() -> None:
 class Leftovers:
     """What :func:`sweep_leftovers` removed."""
 
-    slots: list[int] = field(default_factory=list)     # network slots (netns, veth, chain)
+    slots: list[int] = field(default_factory=list)  # network slots (netns, veth, chain)
     cgroups: list[Path] = field(default_factory=list)  # session cgroup directories
-    runs: list[str] = field(default_factory=list)      # records of runs that ended
+    runs: list[str] = field(default_factory=list)  # records of runs that ended
 
 
 def sweep_leftovers(by: Sweeper | None = None) -> Leftovers:
@@ -105,5 +105,8 @@ def sweep_leftovers(by: Sweeper | None = None) -> Leftovers:
     if os.geteuid() != 0:
         return Leftovers()
     by = by or ownership.sweeper()
-    return Leftovers(slots=netns.sweep_stale(by), cgroups=sweep_stale_cgroups(by),
-                     runs=ownership.prune_records(by))
+    return Leftovers(
+        slots=netns.sweep_stale(by),
+        cgroups=sweep_stale_cgroups(by),
+        runs=ownership.prune_records(by),
+    )

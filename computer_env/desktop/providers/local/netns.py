@@ -127,24 +127,51 @@ class NetSlot:
         _disable_ipv6(h)
         _run("ip", "addr", "add", f"{self.host_addr}/30", "dev", h)
         _run("ip", "link", "set", h, "up")
-        script = (f"link set lo up\naddr add {self.guest_addr}/30 dev {g}\nlink set {g} up\n")
-        res = subprocess.run(["ip", "-n", ns, "-batch", "-"], input=script, text=True,
-                             capture_output=True, check=False)
+        script = f"link set lo up\naddr add {self.guest_addr}/30 dev {g}\nlink set {g} up\n"
+        res = subprocess.run(
+            ["ip", "-n", ns, "-batch", "-"],
+            input=script,
+            text=True,
+            capture_output=True,
+            check=False,
+        )
         if res.returncode != 0:
             raise VMStartError(f"configuring netns {ns} failed: {res.stderr.strip()}")
-        _run("ip", "netns", "exec", ns, "sysctl", "-q", "-w",
-             "net.ipv6.conf.all.disable_ipv6=1")
+        _run("ip", "netns", "exec", ns, "sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=1")
         self._write_chain()
-        _run("iptables", "-w", "-I", "INPUT", "1", "-i", h, "-m", "comment", "--comment",
-             f"{NETNS_PREFIX}{self.slot}-{self.owner_pid}", "-j", self.chain)
+        _run(
+            "iptables",
+            "-w",
+            "-I",
+            "INPUT",
+            "1",
+            "-i",
+            h,
+            "-m",
+            "comment",
+            "--comment",
+            f"{NETNS_PREFIX}{self.slot}-{self.owner_pid}",
+            "-j",
+            self.chain,
+        )
 
     def _write_chain(self) -> None:
         chain = self.chain
         if _run("iptables", "-w", "-n", "-L", chain, check=False).returncode != 0:
             _run("iptables", "-w", "-N", chain)
         _run("iptables", "-w", "-F", chain)
-        _run("iptables", "-w", "-A", chain, "-m", "conntrack", "--ctstate",
-             "ESTABLISHED,RELATED", "-j", "ACCEPT")
+        _run(
+            "iptables",
+            "-w",
+            "-A",
+            chain,
+            "-m",
+            "conntrack",
+            "--ctstate",
+            "ESTABLISHED,RELATED",
+            "-j",
+            "ACCEPT",
+        )
         for port in sorted(self.allowed_ports):
             _run("iptables", "-w", "-A", chain, "-p", "tcp", "--dport", str(port), "-j", "ACCEPT")
         _run("iptables", "-w", "-A", chain, "-j", "DROP")
@@ -155,8 +182,19 @@ class NetSlot:
             return
         self.allowed_ports.add(port)
         if self.created:
-            _run("iptables", "-w", "-I", self.chain, "2", "-p", "tcp", "--dport", str(port),
-                 "-j", "ACCEPT")
+            _run(
+                "iptables",
+                "-w",
+                "-I",
+                self.chain,
+                "2",
+                "-p",
+                "tcp",
+                "--dport",
+                str(port),
+                "-j",
+                "ACCEPT",
+            )
 
     def destroy(self) -> None:
         """Remove everything this slot created and release the lock (idempotent)."""
@@ -183,8 +221,9 @@ def _sweep_slot(slot: int) -> None:
     rules = _run("iptables", "-w", "-S", "INPUT", check=False).stdout.splitlines()
     for rule in rules:
         if re.search(rf"-j {re.escape(chain)}(\s|$)", rule):
-            _run("iptables", "-w", *shlex.split(rule.replace("-A INPUT", "-D INPUT", 1)),
-                 check=False)
+            _run(
+                "iptables", "-w", *shlex.split(rule.replace("-A INPUT", "-D INPUT", 1)), check=False
+            )
     if _run("iptables", "-w", "-n", "-L", chain, check=False).returncode == 0:
         _run("iptables", "-w", "-F", chain, check=False)
         _run("iptables", "-w", "-X", chain, check=False)
@@ -264,11 +303,13 @@ def check_available() -> None:
     if os.geteuid() != 0:
         raise ConfigurationError(
             "the local desktop sandbox needs root (network namespaces, veth, iptables); run as "
-            "root or use LocalSandboxProvider(unsandboxed=True)")
+            "root or use LocalSandboxProvider(unsandboxed=True)"
+        )
     for tool in ("ip", "iptables"):
         if _run("sh", "-c", f"command -v {tool}", check=False).returncode != 0:
-            raise ConfigurationError(f"the local desktop sandbox needs `{tool}` (iproute2/"
-                                     "iptables) on PATH")
+            raise ConfigurationError(
+                f"the local desktop sandbox needs `{tool}` (iproute2/iptables) on PATH"
+            )
 
 
 def claim_slot() -> NetSlot:

@@ -183,13 +183,24 @@ def prune_records(by: Sweeper) -> list[str]:
         return removed
     for path in paths:
         run = lookup(path.name)
-        gone = run is None or run.alive() is False or (run.alive() is None
-                                                       and by.foreign_runs_gone)
+        gone = run is None or run.alive() is False or (run.alive() is None and by.foreign_runs_gone)
         if gone and (by.run is None or path.name != by.run.id):
             path.unlink(missing_ok=True)
             removed.append(path.name)
     return removed
 
 
-__all__ = ["RUN_ENV", "Run", "Sweeper", "current_run", "explicit_sweeper", "lookup",
-           "may_sweep", "new_run", "prune_records", "record", "start_run", "sweeper"]
+__all__ = [
+    "RUN_ENV",
+    "Run",
+    "Sweeper",
+    "current_run",
+    "explicit_sweeper",
+    "lookup",
+    "may_sweep",
+    "new_run",
+    "prune_records",
+    "record",
+    "start_run",
+    "sweeper",
+]

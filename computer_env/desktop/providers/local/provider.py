@@ -29,18 +29,26 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from computer_env.desktop.gateway import OSWorldGateway, with_gateway
-from computer_env.desktop.providers.local import bwrap, netns
 from computer_env.desktop.providers.base import DesktopHandle, DesktopProvider
-from computer_env.desktop.providers.local.cgroups import sweep_stale_cgroups
 from computer_env.desktop.providers.guest.guest_chrome import ensure_chrome_dir
 from computer_env.desktop.providers.guest.guest_tools import ensure_tools
 from computer_env.desktop.providers.guest.home_template import ensure_template
 from computer_env.desktop.providers.limits import DesktopLimits
-from computer_env.desktop.providers.local.cleanup import (Finalizer, Leftovers, Resources,
-                                                          install_sigterm_handler,
-                                                          sweep_leftovers)
-from computer_env.desktop.providers.local.session import (HostSession, SandboxSession,
-                                                    host_tools_missing, wait_ready)
+from computer_env.desktop.providers.local import bwrap, netns
+from computer_env.desktop.providers.local.cgroups import sweep_stale_cgroups
+from computer_env.desktop.providers.local.cleanup import (
+    Finalizer,
+    Leftovers,
+    Resources,
+    install_sigterm_handler,
+    sweep_leftovers,
+)
+from computer_env.desktop.providers.local.session import (
+    HostSession,
+    SandboxSession,
+    host_tools_missing,
+    wait_ready,
+)
 from computer_env.errors import ConfigurationError, VMStartError
 
 if TYPE_CHECKING:
@@ -67,8 +75,11 @@ def _no_time_wait(ns: str) -> None:
     """Closed TCP connections leave no TIME_WAIT in the sandbox's network namespace, which
     outlives resets: a reset desktop can listen again on the ports the last task used (OSWorld's
     ``socat tcp-listen:9222`` has no ``reuseaddr``), as after a VM revert."""
-    res = subprocess.run(["ip", "netns", "exec", ns, "sysctl", "-q", "-w",
-                          "net.ipv4.tcp_max_tw_buckets=0"], capture_output=True, text=True)
+    res = subprocess.run(
+        ["ip", "netns", "exec", ns, "sysctl", "-q", "-w", "net.ipv4.tcp_max_tw_buckets=0"],
+        capture_output=True,
+        text=True,
+    )
     if res.returncode != 0:
         log.warning("could not disable TIME_WAIT in %s: %s", ns, res.stderr.strip())
 
@@ -79,9 +90,17 @@ class LocalSandboxProvider(DesktopProvider):
 
     name = "local"
 
-    def __init__(self, *, width: int = 1920, height: int = 1080, unsandboxed: bool = False,
-                 ready_timeout: float = 60.0, bwrap_path: str | None = None,
-                 search_path: str | None = None, limits: DesktopLimits | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        width: int = 1920,
+        height: int = 1080,
+        unsandboxed: bool = False,
+        ready_timeout: float = 60.0,
+        bwrap_path: str | None = None,
+        search_path: str | None = None,
+        limits: DesktopLimits | None = None,
+    ) -> None:
         """``bwrap_path`` forces a binary; ``search_path`` replaces ``$PATH`` to look for it;
         ``limits`` defaults to :meth:`DesktopLimits.from_values` (env ``HOLO_DESKTOP_*``)."""
         self.limits = limits or DesktopLimits.from_values()
@@ -100,8 +119,12 @@ class LocalSandboxProvider(DesktopProvider):
 
     @classmethod
     def from_options(cls, opts: ProviderOptions, variant: str = "") -> LocalSandboxProvider:
-        return cls(width=opts.screen[0], height=opts.screen[1], unsandboxed=opts.unsandboxed,
-                   limits=opts.limits)
+        return cls(
+            width=opts.screen[0],
+            height=opts.screen[1],
+            unsandboxed=opts.unsandboxed,
+            limits=opts.limits,
+        )
 
     @staticmethod
     def sweep_leftovers() -> Leftovers:
@@ -125,8 +148,9 @@ class LocalSandboxProvider(DesktopProvider):
                 self._fin = Finalizer(self, self._res)
             try:
                 with _host_failures("starting the local desktop"):
-                    handle = (self._start_unsandboxed() if self.unsandboxed
-                              else self._start_sandbox())
+                    handle = (
+                        self._start_unsandboxed() if self.unsandboxed else self._start_sandbox()
+                    )
                     self._handle, self._gateway = with_gateway(handle, self._gateway)
                 return self._handle
             except BaseException:
@@ -151,8 +175,9 @@ class LocalSandboxProvider(DesktopProvider):
             return False
         host, port = self._server_addr()
         try:
-            wait_ready(host, port, self._token, session.proc, timeout=10.0,
-                       log_file=session.log_file)
+            wait_ready(
+                host, port, self._token, session.proc, timeout=10.0, log_file=session.log_file
+            )
         except VMStartError:
             return False
         return True
@@ -229,15 +254,23 @@ class LocalSandboxProvider(DesktopProvider):
             os.chown(path, slot.sandbox_uid, slot.sandbox_uid)
         os.chmod(state_dir, 0o500)
         self._handle = DesktopHandle(
-            url=f"http://{slot.guest_addr}:{bwrap.GUEST_SERVER_PORT}", token=self._token,
-            display=":0", guest_host=slot.host_addr,
-            ports={"server": bwrap.GUEST_SERVER_PORT}, provider=self.name)
+            url=f"http://{slot.guest_addr}:{bwrap.GUEST_SERVER_PORT}",
+            token=self._token,
+            display=":0",
+            guest_host=slot.host_addr,
+            ports={"server": bwrap.GUEST_SERVER_PORT},
+            provider=self.name,
+        )
         self._launch()
         return self._handle
 
     def _start_unsandboxed(self) -> DesktopHandle:
-        log.warning("LOCAL DESKTOP IS UNSANDBOXED: the agent's actions run directly on this host "
-                    "as %s (uid %d)", os.environ.get("USER", "?"), os.getuid())
+        log.warning(
+            "LOCAL DESKTOP IS UNSANDBOXED: the agent's actions run directly on this host "
+            "as %s (uid %d)",
+            os.environ.get("USER", "?"),
+            os.getuid(),
+        )
         if missing := host_tools_missing():
             raise ConfigurationError(f"the local desktop needs {', '.join(missing)} installed")
         _HOST_STATE_ROOT.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -249,9 +282,14 @@ class LocalSandboxProvider(DesktopProvider):
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             self._host_port = s.getsockname()[1]
-        self._handle = DesktopHandle(url=f"http://127.0.0.1:{self._host_port}",
-                                     token=self._token, display=None, guest_host="127.0.0.1",
-                                     ports={"server": self._host_port}, provider=self.name)
+        self._handle = DesktopHandle(
+            url=f"http://127.0.0.1:{self._host_port}",
+            token=self._token,
+            display=None,
+            guest_host="127.0.0.1",
+            ports={"server": self._host_port},
+            provider=self.name,
+        )
         self._launch()
         return self._handle
 
@@ -268,32 +306,57 @@ class LocalSandboxProvider(DesktopProvider):
             home.mkdir()
             guard = "setpriv --pdeathsig KILL" if shutil.which("setpriv") else ""
             env = bwrap.session_env(
-                width=self.width, height=self.height, home=str(home),
-                template=str(self._template), token_fd=-1,
-                scratch=str(res.state_dir / "scratch"), host="127.0.0.1", port=self._host_port,
-                display="", guard=guard, tools_bin=str(self._tools / "bin"))
+                width=self.width,
+                height=self.height,
+                home=str(home),
+                template=str(self._template),
+                token_fd=-1,
+                scratch=str(res.state_dir / "scratch"),
+                host="127.0.0.1",
+                port=self._host_port,
+                display="",
+                guard=guard,
+                tools_bin=str(self._tools / "bin"),
+            )
             env["PYTHONPATH"] = str(Path(bwrap.__file__).resolve().parents[4])
             del env["DESKTOP_TOKEN_FD"]  # HostSession hands the token's pipe over
             res.session = HostSession(
-                ["dbus-run-session", "--", "bash", str(res.state_dir / "init.sh")], env=env,
-                token=self._token, log_file=log_file)
+                ["dbus-run-session", "--", "bash", str(res.state_dir / "init.sh")],
+                env=env,
+                token=self._token,
+                log_file=log_file,
+            )
         else:
             assert res.slot is not None
-            layout = bwrap.SandboxLayout(state_dir=res.state_dir, template=self._template,
-                                         tools=self._tools, chrome=self._chrome,
-                                         tmp_bytes=self.limits.tmp_bytes)
+            layout = bwrap.SandboxLayout(
+                state_dir=res.state_dir,
+                template=self._template,
+                tools=self._tools,
+                chrome=self._chrome,
+                tmp_bytes=self.limits.tmp_bytes,
+            )
             staged = bwrap.staged_python_binds(STATE_ROOT / "stage")
             res.session = SandboxSession(
                 lambda fd, token_fd: bwrap.bwrap_argv(
-                    self._bwrap_bin, layout, width=self.width, height=self.height, info_fd=fd,
-                    token_fd=token_fd, staged=staged),
-                netns=res.slot.netns, uid=res.slot.sandbox_uid, token=self._token,
+                    self._bwrap_bin,
+                    layout,
+                    width=self.width,
+                    height=self.height,
+                    info_fd=fd,
+                    token_fd=token_fd,
+                    staged=staged,
+                ),
+                netns=res.slot.netns,
+                uid=res.slot.sandbox_uid,
+                token=self._token,
                 log_file=log_file,
                 binds=tuple((str(src), str(dst)) for src, dst in staged.items()),
-                limits=self.limits)
+                limits=self.limits,
+            )
         host, port = self._server_addr()
-        wait_ready(host, port, self._token, res.session.proc, timeout=self.ready_timeout,
-                   log_file=log_file)
+        wait_ready(
+            host, port, self._token, res.session.proc, timeout=self.ready_timeout, log_file=log_file
+        )
         if self.unsandboxed and self._handle.display is None:
             display = (res.state_dir / "scratch" / "display").read_text().strip()
             self._handle = DesktopHandle(**{**self._handle.__dict__, "display": display})

@@ -21,17 +21,24 @@ from collections.abc import Callable
 from pathlib import Path
 
 from computer_env import procs
+from computer_env.desktop.providers.limits import DesktopLimits, tmp_breach
 from computer_env.desktop.providers.local.bwrap import token_pipe
 from computer_env.desktop.providers.local.cgroups import SessionCgroup
-from computer_env.desktop.providers.limits import DesktopLimits, tmp_breach
 from computer_env.errors import VMStartError
 from computer_env.readiness import NotReady, NotYet, wait_until
 
 log = logging.getLogger(__name__)
 
 
-def wait_ready(host: str, port: int, token: str, session: subprocess.Popen[bytes], *,
-               timeout: float, log_file: Path) -> None:
+def wait_ready(
+    host: str,
+    port: int,
+    token: str,
+    session: subprocess.Popen[bytes],
+    *,
+    timeout: float,
+    log_file: Path,
+) -> None:
     """Poll ``GET /platform`` until the server answers 200; raise VMStartError otherwise."""
 
     def platform() -> bool:
@@ -47,15 +54,26 @@ def wait_ready(host: str, port: int, token: str, session: subprocess.Popen[bytes
             conn.close()
 
     try:
-        wait_until(platform, timeout_s=timeout, what=f"desktop server at {host}:{port}",
-                   interval_s=0.005, max_interval_s=0.05, child=session,
-                   retry_on=(OSError, http.client.HTTPException))
+        wait_until(
+            platform,
+            timeout_s=timeout,
+            what=f"desktop server at {host}:{port}",
+            interval_s=0.005,
+            max_interval_s=0.05,
+            child=session,
+            retry_on=(OSError, http.client.HTTPException),
+        )
     except NotReady as exc:
         if exc.exit_code is not None:
-            raise VMStartError(f"desktop session exited ({exc.exit_code}) before its server "
-                               f"answered", detail=tail(log_file)) from None
-        raise VMStartError(f"desktop server at {host}:{port} not ready after {timeout:.0f} s "
-                           f"(GET /platform: {exc.last})", detail=tail(log_file)) from None
+            raise VMStartError(
+                f"desktop session exited ({exc.exit_code}) before its server answered",
+                detail=tail(log_file),
+            ) from None
+        raise VMStartError(
+            f"desktop server at {host}:{port} not ready after {timeout:.0f} s "
+            f"(GET /platform: {exc.last})",
+            detail=tail(log_file),
+        ) from None
 
 
 def tail(path: Path, limit: int = 4000) -> str:
@@ -77,8 +95,11 @@ def session_cgroup(limits: DesktopLimits) -> SessionCgroup | None:
         return SessionCgroup(limits)
     except OSError as exc:
         if not _warned_no_cgroup:
-            log.warning("desktop limits: no cgroup (%s); capping processes with RLIMIT_NPROC, "
-                        "memory and CPU are NOT capped", exc)
+            log.warning(
+                "desktop limits: no cgroup (%s); capping processes with RLIMIT_NPROC, "
+                "memory and CPU are NOT capped",
+                exc,
+            )
             _warned_no_cgroup = True
         return None
 
@@ -88,9 +109,17 @@ class SandboxSession:
     outside uid (nothing of the sandbox survives, whatever it forked or setsid'd). Its processes
     live in their own cgroup (memory, process and CPU limits, see :mod:`.cgroups`)."""
 
-    def __init__(self, build_argv: Callable[[int, int], list[str]], *, netns: str, uid: int,
-                 token: str, log_file: Path, binds: tuple[tuple[str, str], ...] = (),
-                 limits: DesktopLimits | None = None) -> None:
+    def __init__(
+        self,
+        build_argv: Callable[[int, int], list[str]],
+        *,
+        netns: str,
+        uid: int,
+        token: str,
+        log_file: Path,
+        binds: tuple[tuple[str, str], ...] = (),
+        limits: DesktopLimits | None = None,
+    ) -> None:
         """``build_argv(info_fd, token_fd)``: the bwrap command line; ``token``: the server's
         secret, handed over on a pipe (:func:`~.bwrap.token_pipe`), never written to a file."""
         self.uid = uid
@@ -104,12 +133,19 @@ class SandboxSession:
             if self.cgroup is None and shutil.which("prlimit"):
                 argv = ["prlimit", f"--nproc={self.limits.pids}", "--", *argv]
             with open(log_file, "wb") as out:
-                self.proc = procs.spawn(argv, env={"PATH": "/usr/bin:/bin"},
-                                       netns=netns, uid=uid, gid=uid, binds=binds,
-                                       cgroup_procs=self.cgroup.procs_files if self.cgroup
-                                       else (),
-                                       pass_fds=(write_fd, token_fd),
-                                       stdout=out, stderr=out, cwd="/")
+                self.proc = procs.spawn(
+                    argv,
+                    env={"PATH": "/usr/bin:/bin"},
+                    netns=netns,
+                    uid=uid,
+                    gid=uid,
+                    binds=binds,
+                    cgroup_procs=self.cgroup.procs_files if self.cgroup else (),
+                    pass_fds=(write_fd, token_fd),
+                    stdout=out,
+                    stderr=out,
+                    cwd="/",
+                )
         except BaseException:
             os.close(read_fd)
             if self.cgroup is not None:
@@ -167,8 +203,9 @@ class SandboxSession:
             try:
                 self.proc.wait(timeout=5.0)
             except subprocess.TimeoutExpired:
-                log.warning("bwrap %d still running after its sandbox init was killed",
-                            self.proc.pid)
+                log.warning(
+                    "bwrap %d still running after its sandbox init was killed", self.proc.pid
+                )
         procs.kill_uid(self.uid)
         procs.kill_group(self.proc)
         if self.cgroup is not None:
@@ -179,15 +216,20 @@ class HostSession:
     """An unsandboxed session: its process group plus every descendant (the server is a child
     subreaper, so double-forked apps stay below it)."""
 
-    def __init__(self, argv: list[str], *, env: dict[str, str], token: str,
-                 log_file: Path) -> None:
+    def __init__(self, argv: list[str], *, env: dict[str, str], token: str, log_file: Path) -> None:
         """``env`` without ``DESKTOP_TOKEN_FD``: the token's pipe is made here."""
         self.log_file = log_file
         token_fd = token_pipe(token)
         try:
             with open(log_file, "wb") as out:
-                self.proc = procs.spawn(argv, env={**env, "DESKTOP_TOKEN_FD": str(token_fd)},
-                                        pass_fds=(token_fd,), stdout=out, stderr=out, cwd="/")
+                self.proc = procs.spawn(
+                    argv,
+                    env={**env, "DESKTOP_TOKEN_FD": str(token_fd)},
+                    pass_fds=(token_fd,),
+                    stdout=out,
+                    stderr=out,
+                    cwd="/",
+                )
         finally:
             os.close(token_fd)
 

@@ -42,15 +42,23 @@ Answer = dict[str, Any]
 
 def _error(exc: BaseException) -> Answer:
     kind = "config" if isinstance(exc, ConfigurationError) else "infra"
-    return {"error": {"kind": kind, "cls": type(exc).__name__, "message": str(exc),
-                      "detail": getattr(exc, "detail", None)}}
+    return {
+        "error": {
+            "kind": kind,
+            "cls": type(exc).__name__,
+            "message": str(exc),
+            "detail": getattr(exc, "detail", None),
+        }
+    }
 
 
 def _targets(handle: DesktopHandle) -> dict[str, tuple[str, int]]:
     """Where the guest's server, DevTools and VLC ports are reachable on this node."""
     url = urlsplit(handle.url)
-    return {"server": (url.hostname or "127.0.0.1", int(url.port or 80)),
-            **tcp_targets_for(handle.url, handle.ports)}
+    return {
+        "server": (url.hostname or "127.0.0.1", int(url.port or 80)),
+        **tcp_targets_for(handle.url, handle.ports),
+    }
 
 
 class DesktopActor:
@@ -129,8 +137,12 @@ class DesktopActor:
 
     def where(self) -> Answer:
         """The node: its Ray id, address and host name, and the actor's pid."""
-        return {"node_id": self.node_id, "node_ip": self.node_ip, "host": socket.gethostname(),
-                "pid": os.getpid()}
+        return {
+            "node_id": self.node_id,
+            "node_ip": self.node_ip,
+            "host": socket.gethostname(),
+            "pid": os.getpid(),
+        }
 
     def close(self) -> None:
         """Stop the desktop and the forwards; leaves nothing on the node."""
@@ -153,10 +165,16 @@ class DesktopActor:
             self.door.retarget(targets)
         self._reverse(handle)
         ports = self.door.ports
-        return {"url": f"http://{_host_in_url(self.node_ip)}:{ports['server']}",
-                "token": handle.token, "display": handle.display,
-                "guest_host": handle.guest_host, "ports": ports, "image": handle.image,
-                "node": f"{self.node_ip} ({self.node_id[:12]})", **self.where()}
+        return {
+            "url": f"http://{_host_in_url(self.node_ip)}:{ports['server']}",
+            "token": handle.token,
+            "display": handle.display,
+            "guest_host": handle.guest_host,
+            "ports": ports,
+            "image": handle.image,
+            "node": f"{self.node_ip} ({self.node_id[:12]})",
+            **self.where(),
+        }
 
     def _reverse(self, handle: DesktopHandle) -> None:
         """Forward each allowed port from the guest's side of this node to the worker's host
@@ -171,11 +189,17 @@ class DesktopActor:
                 fwd.server_close()
         for port in sorted(self.allowed - set(self.reverse)):
             try:
-                self.reverse[port] = _ReverseForward(handle.guest_host, port,
-                                                     (self.worker_ip, port))
+                self.reverse[port] = _ReverseForward(
+                    handle.guest_host, port, (self.worker_ip, port)
+                )
             except OSError as exc:
-                log.warning("cannot forward %s:%d to the worker at %s: %s", handle.guest_host,
-                            port, self.worker_ip, exc)
+                log.warning(
+                    "cannot forward %s:%d to the worker at %s: %s",
+                    handle.guest_host,
+                    port,
+                    self.worker_ip,
+                    exc,
+                )
 
 
 class _ReverseForward(DoorForward):
@@ -185,8 +209,7 @@ class _ReverseForward(DoorForward):
     def __init__(self, bind_ip: str, port: int, target: tuple[str, int]) -> None:
         self.target, self.peer_ip, self.peer_is_local = target, "", False
         socketserver.ThreadingTCPServer.__init__(self, (bind_ip, port), _Pipe)
-        threading.Thread(target=self.serve_forever, daemon=True,
-                         name=f"reverse-{port}").start()
+        threading.Thread(target=self.serve_forever, daemon=True, name=f"reverse-{port}").start()
 
     def verify_request(self, request: Any, client_address: Any) -> bool:
         return True

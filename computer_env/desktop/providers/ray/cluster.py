@@ -35,7 +35,8 @@ def ray_module() -> Any:
         import ray
     except ImportError as exc:
         raise ConfigurationError(
-            "--provider ray needs Ray: pip install -e '.[ray]' (make setup installs it)") from exc
+            "--provider ray needs Ray: pip install -e '.[ray]' (make setup installs it)"
+        ) from exc
     return ray
 
 
@@ -56,8 +57,12 @@ def connect(address: str, *, during_run: bool = False) -> Any:
             main = threading.current_thread() is threading.main_thread()
             previous = signal.getsignal(signal.SIGTERM) if main else None
             try:
-                ray.init(address=address, namespace=NAMESPACE, log_to_driver=False,
-                         configure_logging=False)
+                ray.init(
+                    address=address,
+                    namespace=NAMESPACE,
+                    log_to_driver=False,
+                    configure_logging=False,
+                )
             except (ConnectionError, RuntimeError, ValueError) as exc:
                 cls = VMStartError if during_run else ConfigurationError
                 raise cls(
@@ -114,8 +119,7 @@ def describe(nodes: dict[str, float]) -> str:
     return f"{total:g} ({', '.join(f'{ip}: {n:g}' for ip, n in sorted(nodes.items()))})"
 
 
-def check_resources(address: str, resource: str, amount: float, desktops: int,
-                    why: str) -> None:
+def check_resources(address: str, resource: str, amount: float, desktops: int, why: str) -> None:
     """``ConfigurationError`` (one line) when the cluster's live nodes together hold less of
     ``resource`` than ``desktops`` desktops of ``amount`` each; ``why`` says where the count
     comes from."""
@@ -126,11 +130,13 @@ def check_resources(address: str, resource: str, amount: float, desktops: int,
         raise ConfigurationError(
             f"--provider ray: the run needs {need:g} of Ray resource {resource!r} ({why}, "
             f"{amount:g} each) but the cluster at {address} has {describe(nodes)}; start nodes "
-            f"with --resources='{{\"{resource}\": N}}', or lower -n / --spare-desktop")
+            f"with --resources='{{\"{resource}\": N}}', or lower -n / --spare-desktop"
+        )
 
 
-def kill_run_actors(address: str, run_id: str | None, controller_pid: int,
-                    wait_s: float = 20.0) -> list[str]:
+def kill_run_actors(
+    address: str, run_id: str | None, controller_pid: int, wait_s: float = 20.0
+) -> list[str]:
     """Stop (bounded), then kill every desktop actor of run ``run_id`` still alive on the
     cluster, and wait (at most ``wait_s``) until they are gone (the controller's last sweep: a
     worker that died took its own with it, as their owner); the names killed."""
@@ -175,12 +181,16 @@ def _sweep_here(run: str | None) -> dict[str, Any]:
 
     owner = ownership.Run.decode(run) if run else None
     swept = sweep_leftovers(ownership.Sweeper(owner) if owner else None)
-    return {"host": socket.gethostname(), "slots": swept.slots,
-            "cgroups": [str(c) for c in swept.cgroups]}
+    return {
+        "host": socket.gethostname(),
+        "slots": swept.slots,
+        "cgroups": [str(c) for c in swept.cgroups],
+    }
 
 
-def sweep_nodes(address: str, timeout: float = 60.0,
-                run: str | None = None) -> dict[str, dict[str, Any]]:
+def sweep_nodes(
+    address: str, timeout: float = 60.0, run: str | None = None
+) -> dict[str, dict[str, Any]]:
     """Run :func:`~.local_cleanup.sweep_leftovers` on every live node (a zero-CPU task pinned
     to each) as part of run ``run`` (an encoded run; default: this process's), so that each
     node removes that run's leftovers and those of runs that ended, never another live run's;
@@ -193,9 +203,13 @@ def sweep_nodes(address: str, timeout: float = 60.0,
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
     task = ray.remote(num_cpus=0, max_retries=0)(_sweep_here)
-    refs = {node["NodeID"]: task.options(scheduling_strategy=NodeAffinitySchedulingStrategy(
-                node["NodeID"], soft=False)).remote(run)
-            for node in ray.nodes() if node.get("Alive")}
+    refs = {
+        node["NodeID"]: task.options(
+            scheduling_strategy=NodeAffinitySchedulingStrategy(node["NodeID"], soft=False)
+        ).remote(run)
+        for node in ray.nodes()
+        if node.get("Alive")
+    }
     out: dict[str, dict[str, Any]] = {}
     for node_id, ref in refs.items():
         try:
@@ -232,19 +246,40 @@ def ray_faults(what: str, resource: str, address: str) -> Iterator[None]:
 
     try:
         yield
-    except (rx.RayActorError, rx.ActorUnavailableError, rx.NodeDiedError,
-            rx.ObjectLostError, rx.OwnerDiedError, rx.RaySystemError) as exc:
-        raise DesktopNodeLost(f"{what}: the desktop's Ray actor or node died "
-                              f"({type(exc).__name__})", detail=str(exc)) from exc
+    except (
+        rx.RayActorError,
+        rx.ActorUnavailableError,
+        rx.NodeDiedError,
+        rx.ObjectLostError,
+        rx.OwnerDiedError,
+        rx.RaySystemError,
+    ) as exc:
+        raise DesktopNodeLost(
+            f"{what}: the desktop's Ray actor or node died ({type(exc).__name__})", detail=str(exc)
+        ) from exc
     except rx.GetTimeoutError as exc:
         try:
             has = describe(per_node(ray, resource))
         except Exception:  # noqa: BLE001 - the timeout is the error to report
             has = "unknown (the cluster did not answer)"
-        raise VMStartError(f"{what}: timed out (the cluster at {address} has {resource!r}: "
-                           f"{has}; all in use, or the desktop did not come up)") from exc
+        raise VMStartError(
+            f"{what}: timed out (the cluster at {address} has {resource!r}: "
+            f"{has}; all in use, or the desktop did not come up)"
+        ) from exc
 
 
-__all__ = ["ACTOR_PREFIX", "NAMESPACE", "actor_prefix", "check_resources", "connect",
-           "describe", "kill_run_actors", "on_exit", "per_node", "raise_answer", "ray_faults",
-           "ray_module", "sweep_nodes"]
+__all__ = [
+    "ACTOR_PREFIX",
+    "NAMESPACE",
+    "actor_prefix",
+    "check_resources",
+    "connect",
+    "describe",
+    "kill_run_actors",
+    "on_exit",
+    "per_node",
+    "raise_answer",
+    "ray_faults",
+    "ray_module",
+    "sweep_nodes",
+]

@@ -50,8 +50,9 @@ class DoorForward(socketserver.ThreadingTCPServer):
     daemon_threads = True
     allow_reuse_address = True
 
-    def __init__(self, bind_ip: str, target: tuple[str, int], peer_ip: str, *,
-                 check_user: bool = True) -> None:
+    def __init__(
+        self, bind_ip: str, target: tuple[str, int], peer_ip: str, *, check_user: bool = True
+    ) -> None:
         self.target = target
         self.peer_ip = peer_ip
         self.peer_is_local = is_local_address(peer_ip)
@@ -67,8 +68,12 @@ class DoorForward(socketserver.ThreadingTCPServer):
         if ip.startswith("::ffff:"):
             ip = ip[7:]
         if ip != self.peer_ip and not (self.peer_is_local and is_local_address(ip)):
-            log.warning("node door %s: refused a connection from %s (only %s may connect)",
-                        self.server_address, ip, self.peer_ip)
+            log.warning(
+                "node door %s: refused a connection from %s (only %s may connect)",
+                self.server_address,
+                ip,
+                self.peer_ip,
+            )
             return False
         if not self.check_user or not self.peer_is_local:
             return True
@@ -81,12 +86,14 @@ class NodeDoor:
 
     def __init__(self, bind_ip: str, peer_ip: str, targets: dict[str, tuple[str, int]]) -> None:
         self.bind_ip = bind_ip
-        self.forwards = {name: DoorForward(bind_ip, target, peer_ip,
-                                           check_user=name != "server")
-                         for name, target in targets.items()}
-        self._threads = [threading.Thread(target=fwd.serve_forever, daemon=True,
-                                          name=f"node-door-{name}")
-                         for name, fwd in self.forwards.items()]
+        self.forwards = {
+            name: DoorForward(bind_ip, target, peer_ip, check_user=name != "server")
+            for name, target in targets.items()
+        }
+        self._threads = [
+            threading.Thread(target=fwd.serve_forever, daemon=True, name=f"node-door-{name}")
+            for name, fwd in self.forwards.items()
+        ]
         for t in self._threads:
             t.start()
 

@@ -29,8 +29,14 @@ from typing import TYPE_CHECKING, Any
 
 from computer_env.desktop.gateway import OSWorldGateway, with_gateway
 from computer_env.desktop.providers.base import DesktopHandle, DesktopProvider
-from computer_env.desktop.providers.ray.cluster import (actor_prefix, check_resources, connect,
-                                                        on_exit, raise_answer, ray_faults)
+from computer_env.desktop.providers.ray.cluster import (
+    actor_prefix,
+    check_resources,
+    connect,
+    on_exit,
+    raise_answer,
+    ray_faults,
+)
 from computer_env.errors import DesktopNodeLost
 
 if TYPE_CHECKING:
@@ -92,9 +98,15 @@ class RayProvider(DesktopProvider):
         every worker's desktops (a spare is a second one)."""
         per_worker = 2 if opts.spare else 1
         why = f"{opts.workers} worker{'s' * (opts.workers != 1)} x {per_worker} desktop" + (
-            " (with a spare)" if opts.spare else "")
-        check_resources(opts.ray_address, opts.ray_resource, opts.ray_resource_amount,
-                        opts.workers * per_worker, why)
+            " (with a spare)" if opts.spare else ""
+        )
+        check_resources(
+            opts.ray_address,
+            opts.ray_resource,
+            opts.ray_resource_amount,
+            opts.workers * per_worker,
+            why,
+        )
         return []
 
     # -- lifecycle ----------------------------------------------------------------------------
@@ -109,19 +121,26 @@ class RayProvider(DesktopProvider):
         from computer_env.desktop.providers.ray.actor import DesktopActor
 
         worker = self.opts.worker_id or os.environ.get("PYTEST_XDIST_WORKER", "main")
-        name = (f"{actor_prefix(self.opts.run_id, self.opts.controller_pid)}{worker}-"
-                f"{os.getpid()}-{next(_seq)}")
+        name = (
+            f"{actor_prefix(self.opts.run_id, self.opts.controller_pid)}{worker}-"
+            f"{os.getpid()}-{next(_seq)}"
+        )
         actor_cls = _remote_class(ray, DesktopActor)
         strategy = "SPREAD" if self.opts.ray_placement == "spread" else "DEFAULT"
         what = f"starting desktop actor {name}"
         try:
             with ray_faults(what, self.resource, self.address):
                 self._actor = actor_cls.options(
-                    name=name, num_cpus=0, resources={self.resource: self.amount},
-                    scheduling_strategy=strategy, max_restarts=0, max_concurrency=4,
+                    name=name,
+                    num_cpus=0,
+                    resources={self.resource: self.amount},
+                    scheduling_strategy=strategy,
+                    max_restarts=0,
+                    max_concurrency=4,
                 ).remote(self.kind, self.opts, _worker_ip(), current_run().encode())
-                answer = raise_answer(ray.get(
-                    self._actor.start.remote(sorted(self._allowed)), timeout=START_TIMEOUT))
+                answer = raise_answer(
+                    ray.get(self._actor.start.remote(sorted(self._allowed)), timeout=START_TIMEOUT)
+                )
             handle = self._from_answer(answer)
         except BaseException:
             self.close()
@@ -207,10 +226,16 @@ class RayProvider(DesktopProvider):
             raise DesktopNodeLost(f"the desktop actor answered without a URL: {answer!r}")
         self.where = {k: answer.get(k) for k in ("node_id", "node_ip", "host", "pid")}
         ports = {str(k): int(v) for k, v in answer["ports"].items()}
-        return DesktopHandle(url=answer["url"], token=answer["token"], display=answer["display"],
-                             guest_host=answer["guest_host"], ports=ports,
-                             provider=f"ray:{self.kind}", image=answer.get("image"),
-                             node=answer.get("node"))
+        return DesktopHandle(
+            url=answer["url"],
+            token=answer["token"],
+            display=answer["display"],
+            guest_host=answer["guest_host"],
+            ports=ports,
+            provider=f"ray:{self.kind}",
+            image=answer.get("image"),
+            node=answer.get("node"),
+        )
 
 
 __all__ = ["RayProvider"]

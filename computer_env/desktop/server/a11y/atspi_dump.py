@@ -99,8 +99,12 @@ def _attrs(node):
     try:
         v = node.get_value_iface()
         if v is not None:
-            for key, fn in (("value", v.get_current_value), ("min", v.get_minimum_value),
-                            ("max", v.get_maximum_value), ("step", v.get_minimum_increment)):
+            for key, fn in (
+                ("value", v.get_current_value),
+                ("min", v.get_minimum_value),
+                ("max", v.get_maximum_value),
+                ("step", v.get_minimum_increment),
+            ):
                 try:
                     attrib[_q("val", key)] = str(fn())
                 except GLib.Error:
@@ -211,9 +215,17 @@ def terminal_text(desktop):
             todo = [frame]
             while todo and len(found) < 2:
                 n = todo.pop()
-                if n.get_role_name() == "terminal" and n.get_state_set().contains(Atspi.StateType.FOCUSED):
+                if n.get_role_name() == "terminal" and n.get_state_set().contains(
+                    Atspi.StateType.FOCUSED
+                ):
                     found.append(n)
-                todo.extend(c for c in (n.get_child_at_index(k) for k in range(min(n.get_child_count(), MAX_WIDTH))) if c)
+                todo.extend(
+                    c
+                    for c in (
+                        n.get_child_at_index(k) for k in range(min(n.get_child_count(), MAX_WIDTH))
+                    )
+                    if c
+                )
             if len(found) == 1:
                 t = found[0].get_text_iface()
                 return _clean(t.get_text(0, t.get_character_count())).rstrip() if t else None
@@ -264,7 +276,7 @@ def app_name(app, name, chrome_programs):
 
 def _chrome_programs(argv):
     prefix = "--chrome-program="
-    return {a[len(prefix):] for a in argv if a.startswith(prefix) and len(a) > len(prefix)}
+    return {a[len(prefix) :] for a in argv if a.startswith(prefix) and len(a) > len(prefix)}
 
 
 def main():

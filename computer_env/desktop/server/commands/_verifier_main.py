@@ -90,7 +90,7 @@ def _child(req: dict[str, Any], w: int) -> None:
         os.chdir("/")
     data = json.dumps(answer_of(req["code"])).encode()
     while data:
-        data = data[os.write(w, data):]
+        data = data[os.write(w, data) :]
 
 
 class _CapHeader(ctypes.Structure):
@@ -98,8 +98,11 @@ class _CapHeader(ctypes.Structure):
 
 
 class _CapData(ctypes.Structure):
-    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32),
-                ("inheritable", ctypes.c_uint32)]
+    _fields_ = [
+        ("effective", ctypes.c_uint32),
+        ("permitted", ctypes.c_uint32),
+        ("inheritable", ctypes.c_uint32),
+    ]
 
 
 def drop_capabilities() -> None:
@@ -117,8 +120,9 @@ def join_nest(nest_pid: int) -> None:
     libc = ctypes.CDLL(None, use_errno=True)
     kinds = (("user", _CLONE_NEWUSER), ("mnt", _CLONE_NEWNS), ("pid", _CLONE_NEWPID))
     # all opened first: once in the nest's mounts, /proc is the nest's (other pids)
-    fds = [(os.open(f"/proc/{nest_pid}/ns/{name}", os.O_RDONLY), name, flag)
-           for name, flag in kinds]
+    fds = [
+        (os.open(f"/proc/{nest_pid}/ns/{name}", os.O_RDONLY), name, flag) for name, flag in kinds
+    ]
     try:
         for fd, name, flag in fds:
             if libc.setns(fd, flag) != 0:
@@ -167,7 +171,7 @@ def descendants(root: int) -> list[int]:
                 stat = f.read()
         except OSError:
             continue
-        fields = stat[stat.rfind(b")") + 2:].split()
+        fields = stat[stat.rfind(b")") + 2 :].split()
         if len(fields) > 1:
             kids.setdefault(int(fields[1]), []).append(int(name))
     found, todo = [], [root]

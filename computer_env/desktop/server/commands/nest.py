@@ -46,8 +46,10 @@ def _init(argv: Sequence[str]) -> None:
     """Pid 1 of the nest: its own ``/proc``, no user namespaces below, start ``argv``, reap."""
     libc = ctypes.CDLL(None, use_errno=True)
     check_rc(libc.mount(b"none", b"/", None, _MS_REC | _MS_PRIVATE, None), "private /")
-    check_rc(libc.mount(b"proc", b"/proc", b"proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, None),
-             "mount /proc")
+    check_rc(
+        libc.mount(b"proc", b"/proc", b"proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, None),
+        "mount /proc",
+    )
     write_file("/proc/sys/user/max_user_namespaces", "0")
     exec_reaper(argv)
 
@@ -55,8 +57,9 @@ def _init(argv: Sequence[str]) -> None:
 def exec_reaper(argv: Sequence[str]) -> None:
     """Become the nest's reaper (:func:`reap`) by exec: the init gives up the capabilities it
     held in the nest for its set-up (an exec as a user other than root drops them)."""
-    os.execv(sys.executable, [sys.executable, "-I", "-S", os.path.abspath(__file__), "--reap",
-                              *argv])
+    os.execv(
+        sys.executable, [sys.executable, "-I", "-S", os.path.abspath(__file__), "--reap", *argv]
+    )
 
 
 def reap(argv: Sequence[str]) -> None:
@@ -100,8 +103,10 @@ def main(argv: Sequence[str]) -> int:
         reap(argv[1:])
         return 1
     if len(argv) < 2:
-        print("usage: python -m computer_env.desktop.server.commands.nest PIDFILE CMD...",
-              file=sys.stderr)
+        print(
+            "usage: python -m computer_env.desktop.server.commands.nest PIDFILE CMD...",
+            file=sys.stderr,
+        )
         return 2
     pidfile, command = argv[0], argv[1:]
     uid, gid = os.getuid(), os.getgid()
@@ -132,12 +137,48 @@ def fork_init(init: Callable[[], None], pidfile: str) -> None:
 
 #: capability names as setpriv spells them, by number
 CAP_NAMES = (
-    "chown", "dac_override", "dac_read_search", "fowner", "fsetid", "kill", "setgid", "setuid",
-    "setpcap", "linux_immutable", "net_bind_service", "net_broadcast", "net_admin", "net_raw",
-    "ipc_lock", "ipc_owner", "sys_module", "sys_rawio", "sys_chroot", "sys_ptrace", "sys_pacct",
-    "sys_admin", "sys_boot", "sys_nice", "sys_resource", "sys_time", "sys_tty_config", "mknod",
-    "lease", "audit_write", "audit_control", "setfcap", "mac_override", "mac_admin", "syslog",
-    "wake_alarm", "block_suspend", "audit_read", "perfmon", "bpf", "checkpoint_restore")
+    "chown",
+    "dac_override",
+    "dac_read_search",
+    "fowner",
+    "fsetid",
+    "kill",
+    "setgid",
+    "setuid",
+    "setpcap",
+    "linux_immutable",
+    "net_bind_service",
+    "net_broadcast",
+    "net_admin",
+    "net_raw",
+    "ipc_lock",
+    "ipc_owner",
+    "sys_module",
+    "sys_rawio",
+    "sys_chroot",
+    "sys_ptrace",
+    "sys_pacct",
+    "sys_admin",
+    "sys_boot",
+    "sys_nice",
+    "sys_resource",
+    "sys_time",
+    "sys_tty_config",
+    "mknod",
+    "lease",
+    "audit_write",
+    "audit_control",
+    "setfcap",
+    "mac_override",
+    "mac_admin",
+    "syslog",
+    "wake_alarm",
+    "block_suspend",
+    "audit_read",
+    "perfmon",
+    "bpf",
+    "checkpoint_restore",
+)
 
 
 def maps_root(nest_pid: int) -> bool:
@@ -158,8 +199,9 @@ def bounding_spec() -> str:
     return ",".join(["-all"] + [f"+{name}" for n, name in enumerate(CAP_NAMES) if mask >> n & 1])
 
 
-def enter_argv(nest_pid: int, command: Sequence[str], cwd: str | None = None, *,
-               bounding: str | None = None) -> list[str]:
+def enter_argv(
+    nest_pid: int, command: Sequence[str], cwd: str | None = None, *, bounding: str | None = None
+) -> list[str]:
     """``command`` run inside the nest of init ``nest_pid`` (uid and gid kept; ``cwd``, or
     this process's working directory, as its working directory).
 
@@ -170,11 +212,39 @@ def enter_argv(nest_pid: int, command: Sequence[str], cwd: str | None = None, *,
     before it runs ``command``."""
     wd = f"--wd={cwd or os.getcwd()}"
     if bounding is None:
-        return ["nsenter", "-t", str(nest_pid), "-U", "-p", "-m", "--preserve-credentials", wd,
-                "--", *command]
-    return ["nsenter", "-t", str(nest_pid), "-U", "-p", "-m", "-S", "0", "-G", "0", wd, "--",
-            "setpriv", f"--bounding-set={bounding}", f"--reuid={os.getuid()}",
-            f"--regid={os.getgid()}", "--init-groups", "--", *command]
+        return [
+            "nsenter",
+            "-t",
+            str(nest_pid),
+            "-U",
+            "-p",
+            "-m",
+            "--preserve-credentials",
+            wd,
+            "--",
+            *command,
+        ]
+    return [
+        "nsenter",
+        "-t",
+        str(nest_pid),
+        "-U",
+        "-p",
+        "-m",
+        "-S",
+        "0",
+        "-G",
+        "0",
+        wd,
+        "--",
+        "setpriv",
+        f"--bounding-set={bounding}",
+        f"--reuid={os.getuid()}",
+        f"--regid={os.getgid()}",
+        "--init-groups",
+        "--",
+        *command,
+    ]
 
 
 def proc_root(nest_pid: int) -> str:

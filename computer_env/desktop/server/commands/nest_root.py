@@ -50,9 +50,19 @@ _SECBIT_NO_SETUID_FIXUP = 1 << 2
 #: uids and gids mapped into the nest, each as itself (Debian's system and user range)
 ID_RANGE = 65536
 #: Docker's masked paths: hidden behind /dev/null (files) or an empty read-only tmpfs (folders)
-MASKED = ("/proc/asound", "/proc/acpi", "/proc/interrupts", "/proc/kcore", "/proc/keys",
-          "/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug",
-          "/proc/scsi", "/proc/sysrq-trigger")
+MASKED = (
+    "/proc/asound",
+    "/proc/acpi",
+    "/proc/interrupts",
+    "/proc/kcore",
+    "/proc/keys",
+    "/proc/latency_stats",
+    "/proc/timer_list",
+    "/proc/timer_stats",
+    "/proc/sched_debug",
+    "/proc/scsi",
+    "/proc/sysrq-trigger",
+)
 #: Docker's read-only paths
 READ_ONLY = ("/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys")
 #: the folders the nest gets its own writable copy of (:func:`_own_copy`)
@@ -61,8 +71,15 @@ OVERLAID = ("/opt", "/usr", "/var", "/root", "/srv")
 #: programs outside the nest load (the dynamic loader's preload list, cache and search path,
 #: NSS modules, Python's system-wide site customisation): read-only inside; the rest of
 #: ``/etc`` (users, groups, sudoers, app settings) stays writable by root, as on OSWorld's VM
-ETC_READ_ONLY = ("/etc/ld.so.preload", "/etc/ld.so.cache", "/etc/ld.so.conf",
-                 "/etc/ld.so.conf.d", "/etc/nsswitch.conf", "/etc/python3", "/etc/python3.11")
+ETC_READ_ONLY = (
+    "/etc/ld.so.preload",
+    "/etc/ld.so.cache",
+    "/etc/ld.so.conf",
+    "/etc/ld.so.conf.d",
+    "/etc/nsswitch.conf",
+    "/etc/python3",
+    "/etc/python3.11",
+)
 #: where the copy's writable layer lives (a tmpfs mounted in the nest's mount namespace only)
 UPPER = "/run/holo-nest"
 UPPER_SIZE = "1g"
@@ -72,11 +89,16 @@ def _libc() -> ctypes.CDLL:
     return ctypes.CDLL(None, use_errno=True)
 
 
-def _mount(libc: ctypes.CDLL, source: str | None, target: str, fstype: str | None, flags: int,
-           data: str | None = None) -> None:
-    enc = (lambda s: s.encode() if s is not None else None)
-    check_rc(libc.mount(enc(source), enc(target), enc(fstype), flags, enc(data)),
-             f"mount {target}")
+def _mount(
+    libc: ctypes.CDLL,
+    source: str | None,
+    target: str,
+    fstype: str | None,
+    flags: int,
+    data: str | None = None,
+) -> None:
+    enc = lambda s: s.encode() if s is not None else None
+    check_rc(libc.mount(enc(source), enc(target), enc(fstype), flags, enc(data)), f"mount {target}")
 
 
 def _submounts(folder: str) -> list[str]:
@@ -103,8 +125,14 @@ def _own_copy(libc: ctypes.CDLL, folder: str) -> None:
     upper, work = os.path.join(UPPER, "u", name), os.path.join(UPPER, "w", name)
     os.makedirs(upper)
     os.makedirs(work)
-    _mount(libc, "overlay", folder, "overlay", 0,
-           f"lowerdir={folder},upperdir={upper},workdir={work},userxattr")
+    _mount(
+        libc,
+        "overlay",
+        folder,
+        "overlay",
+        0,
+        f"lowerdir={folder},upperdir={upper},workdir={work},userxattr",
+    )
 
 
 def _read_only(libc: ctypes.CDLL, path: str) -> None:
@@ -208,8 +236,11 @@ def make(uid: int, gid: int, pidfile: str, command: Sequence[str]) -> int:
 
 def main(argv: Sequence[str]) -> int:
     if len(argv) < 4 or argv[0] != "--as" or ":" not in argv[1]:
-        print("usage: python -m computer_env.desktop.server.commands.nest_root --as UID:GID "
-              "PIDFILE CMD...", file=sys.stderr)
+        print(
+            "usage: python -m computer_env.desktop.server.commands.nest_root --as UID:GID "
+            "PIDFILE CMD...",
+            file=sys.stderr,
+        )
         return 2
     uid, gid = (int(x) for x in argv[1].split(":", 1))
     return make(uid, gid, argv[2], argv[3:])

@@ -17,8 +17,9 @@ from computer_env.procs import ChildProcesses
 def _argv(command: str | Sequence[str], shell: bool) -> list[str]:
     """``command`` as :class:`subprocess.Popen` would run it (``shell``: ``/bin/sh -c``)."""
     if shell:
-        return ["/bin/sh", "-c", command] if isinstance(command, str) \
-            else ["/bin/sh", "-c", *command]
+        return (
+            ["/bin/sh", "-c", command] if isinstance(command, str) else ["/bin/sh", "-c", *command]
+        )
     return [command] if isinstance(command, str) else list(command)
 
 
@@ -49,9 +50,15 @@ class NestedProcesses(ChildProcesses):
         self._bounding = bounding_spec() if maps_root(nest_pid) else None
         self._workdir = cwd
 
-    def popen(self, command: str | Sequence[str], *, shell: bool = False,
-              cwd: Path | str | None = None, env: dict[str, str] | None = None,
-              **kwargs: Any) -> Any:
+    def popen(
+        self,
+        command: str | Sequence[str],
+        *,
+        shell: bool = False,
+        cwd: Path | str | None = None,
+        env: dict[str, str] | None = None,
+        **kwargs: Any,
+    ) -> Any:
         argv = _argv(command, shell)
         workdir = str(cwd or self._workdir or os.getcwd())
         if not os.path.isdir(workdir):

@@ -47,8 +47,18 @@ log = logging.getLogger(__name__)
 
 SAFE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 """The only PATH a verifier gets: system folders, read-only in the desktop."""
-KEPT_VARIABLES = ("HOME", "USER", "LOGNAME", "DISPLAY", "LANG", "LC_ALL", "TZ", "XAUTHORITY",
-                  "DBUS_SESSION_BUS_ADDRESS", "XDG_RUNTIME_DIR")
+KEPT_VARIABLES = (
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "DISPLAY",
+    "LANG",
+    "LC_ALL",
+    "TZ",
+    "XAUTHORITY",
+    "DBUS_SESSION_BUS_ADDRESS",
+    "XDG_RUNTIME_DIR",
+)
 """What a verifier keeps of the server's environment (no PYTHON*, no LD_*, no PATH)."""
 PROGRAM = Path(__file__).with_name("_verifier_main.py")
 """The runner's program (``python -I PROGRAM``: no user site, no ``PYTHON*`` variables, nor its
@@ -68,8 +78,14 @@ class VerifierRunner:
     ``procs`` (the server's own :class:`ChildProcesses`, outside the nest); ``nest_pid``: the
     nest's init, where each verifier runs."""
 
-    def __init__(self, home: Path, procs: ChildProcesses, *, nest_pid: int | None = None,
-                 start_timeout: float = 30.0) -> None:
+    def __init__(
+        self,
+        home: Path,
+        procs: ChildProcesses,
+        *,
+        nest_pid: int | None = None,
+        start_timeout: float = 30.0,
+    ) -> None:
         self.home = home
         self._lock = threading.Lock()
         env = {k: os.environ[k] for k in KEPT_VARIABLES if k in os.environ}
@@ -77,9 +93,14 @@ class VerifierRunner:
         self._procs = procs
         self._buf = b""
         nest = [str(nest_pid)] if nest_pid is not None else []
-        self._proc = procs.popen([sys.executable, "-I", str(PROGRAM), *nest],
-                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=False,
-                                 env=self.env, cwd="/")
+        self._proc = procs.popen(
+            [sys.executable, "-I", str(PROGRAM), *nest],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=False,
+            env=self.env,
+            cwd="/",
+        )
         first = self._line(time.monotonic() + start_timeout)
         try:
             self.pid = int(json.loads(first)["ready"])
@@ -117,8 +138,13 @@ class VerifierRunner:
         or ``{"died"}``; :class:`RunnerGone` when the runner is not there, does not answer in
         time or answers out of step (then it is ended: no later answer can be trusted)."""
         rid = secrets.token_hex(16)
-        request = {"id": rid, "code": code, "timeout": timeout, "env": self.env,
-                   "cwd": str(self.home)}
+        request = {
+            "id": rid,
+            "code": code,
+            "timeout": timeout,
+            "env": self.env,
+            "cwd": str(self.home),
+        }
         with self._lock:
             proc = self._proc
             if proc.poll() is not None or proc.stdin is None:
@@ -133,8 +159,10 @@ class VerifierRunner:
                 raise RunnerGone(f"the verifier runner is gone: {exc}") from exc
             if not isinstance(answer, dict) or answer.pop("id", None) != rid:
                 self._end()
-                raise RunnerGone("the verifier runner answered out of step (an answer to "
-                                 "another request): it is ended")
+                raise RunnerGone(
+                    "the verifier runner answered out of step (an answer to "
+                    "another request): it is ended"
+                )
             return answer
 
     def _end(self) -> None:

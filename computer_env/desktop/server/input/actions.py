@@ -71,7 +71,9 @@ class ActionInterpreter:
             raise
         if line is None:
             self._kill()
-            raise WorkerError(f"the action interpreter did not start within {self._start_timeout:g} s")
+            raise WorkerError(
+                f"the action interpreter did not start within {self._start_timeout:g} s"
+            )
 
     def warm(self) -> None:
         """Start the worker now (pyautogui's import is the slow part)."""
@@ -111,8 +113,12 @@ class ActionInterpreter:
                 line = self._read_line(time.monotonic() + timeout)
             except WorkerError as exc:
                 self._kill()
-                return {"status": "error", "output": "", "returncode": -1,
-                        "error": f"{exc} while running this code; it starts again for the next"}
+                return {
+                    "status": "error",
+                    "output": "",
+                    "returncode": -1,
+                    "error": f"{exc} while running this code; it starts again for the next",
+                }
             if line is None:
                 self._kill()
                 return {

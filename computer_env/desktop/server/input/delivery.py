@@ -54,16 +54,22 @@ def ping_window(dpy: xdisplay.Display, window_id: int, timeout: float) -> bool |
         # StructureNotify (each beside SubstructureRedirect, which the window manager holds)
         root.change_attributes(event_mask=ANSWER_MASK)
         stamp = next(_PING_SERIAL) & 0xFFFFFFFF
-        window.send_event(xevent.ClientMessage(window=window, client_type=protocols,
-                                               data=(32, [ping, stamp, window_id, 0, 0])),
-                          event_mask=0)
+        window.send_event(
+            xevent.ClientMessage(
+                window=window, client_type=protocols, data=(32, [ping, stamp, window_id, 0, 0])
+            ),
+            event_mask=0,
+        )
         dpy.flush()
         deadline = time.monotonic() + timeout
         while True:
             while dpy.pending_events():
                 e = dpy.next_event()
-                if e.type == X.ClientMessage and e.client_type == protocols \
-                        and list(e.data[1][:3]) == [ping, stamp, window_id]:
+                if (
+                    e.type == X.ClientMessage
+                    and e.client_type == protocols
+                    and list(e.data[1][:3]) == [ping, stamp, window_id]
+                ):
                     return True
                 if e.type in (X.UnmapNotify, X.DestroyNotify) and e.window.id == window_id:
                     return None

@@ -33,8 +33,12 @@ from Xlib import display as xdisplay
 from Xlib import error as xerror
 from Xlib.ext import xtest
 
-from computer_env.desktop.server.input.delivery import (PING_TIMEOUT_S, active_window,
-                                                  confirm_delivered, ping_window)
+from computer_env.desktop.server.input.delivery import (
+    PING_TIMEOUT_S,
+    active_window,
+    confirm_delivered,
+    ping_window,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -87,8 +91,11 @@ class KeymapSlots:
         prop = self.root.get_full_property(self.atom, Xatom.CARDINAL)
         claimed = {int(k) for k in prop.value} if prop is not None else set()
         # keycodes we manage hold nothing beyond the two group-1 levels (the core view repeats them)
-        self.owned = {kc: rows[kc][:2] for kc in sorted(claimed)
-                      if kc in rows and all(k in (0, *rows[kc][:2]) for k in rows[kc][2:])}
+        self.owned = {
+            kc: rows[kc][:2]
+            for kc in sorted(claimed)
+            if kc in rows and all(k in (0, *rows[kc][:2]) for k in rows[kc][2:])
+        }
         free = [kc for kc, row in rows.items() if kc not in self.owned and not any(row)]
         self.spare = free[RESERVE_KEYCODES:]
         self.base = {k for kc, row in rows.items() if kc not in self.owned for k in row[:2] if k}
@@ -142,7 +149,9 @@ class KeymapSlots:
             if answered:
                 return
             if answered is False:
-                logger.warning("window 0x%x did not answer a ping in %g s", self.window, PING_TIMEOUT_S)
+                logger.warning(
+                    "window 0x%x did not answer a ping in %g s", self.window, PING_TIMEOUT_S
+                )
         left = wait_until - time.monotonic()
         if left > 0:
             logger.debug("waiting %.2f s before rebinding recently used keys", left)
@@ -156,10 +165,15 @@ class KeymapSlots:
         if self.spare:
             return self.spare.pop(0), 0, False
         candidates = [
-            (kc, level) for kc, (k0, k1) in self.owned.items() for level in (0, 1)
-            if (kc, level) not in pinned and not (
-                _alphabetic(keysym, k1 if k1 not in (0, k0) else keysym) if level == 0
-                else k1 in (0, k0) or _alphabetic(k0, keysym))
+            (kc, level)
+            for kc, (k0, k1) in self.owned.items()
+            for level in (0, 1)
+            if (kc, level) not in pinned
+            and not (
+                _alphabetic(keysym, k1 if k1 not in (0, k0) else keysym)
+                if level == 0
+                else k1 in (0, k0) or _alphabetic(k0, keysym)
+            )
         ]
         if not candidates:
             raise TypingError("no free place in the keymap for a character")
@@ -170,7 +184,9 @@ class KeymapSlots:
         catch = xerror.CatchError()
         for kc in sorted(keycodes):
             self.dpy.change_keyboard_mapping(kc, [self.owned[kc]], onerror=catch)
-        self.root.change_property(self.atom, Xatom.CARDINAL, 32, sorted(self.owned), X.PropModeReplace)
+        self.root.change_property(
+            self.atom, Xatom.CARDINAL, 32, sorted(self.owned), X.PropModeReplace
+        )
         self.dpy.sync()
         if catch.get_error() is not None:
             raise TypingError(f"the X server refused a keymap change: {catch.get_error()}")
@@ -226,8 +242,11 @@ def _xdotool(args: list[str], stdin: bytes | None, deadline: float) -> None:
 def _modifier_held(dpy: xdisplay.Display) -> bool:
     """Is a modifier key (Shift, Control, Alt...) down right now?"""
     keys = dpy.query_keymap()
-    return any(kc and keys[kc // 8] & (1 << (kc % 8))
-               for codes in dpy.get_modifier_mapping() for kc in codes)
+    return any(
+        kc and keys[kc // 8] & (1 << (kc % 8))
+        for codes in dpy.get_modifier_mapping()
+        for kc in codes
+    )
 
 
 def _press_return(dpy: xdisplay.Display, deadline: float) -> None:
@@ -256,7 +275,11 @@ def type_text(text: str, *, delay_ms: int = 0, timeout: float | None = None) -> 
     data = text.replace("\r\n", "\n")
     data.encode("utf-8")  # UnicodeEncodeError (a ValueError) before anything is typed
     if timeout is None:
-        timeout = 30.0 + len(text) * (max(delay_ms, RECYCLE_DELAY_MS) + 5) / 1000.0 + QUARANTINE_S * (len(text) // 20)
+        timeout = (
+            30.0
+            + len(text) * (max(delay_ms, RECYCLE_DELAY_MS) + 5) / 1000.0
+            + QUARANTINE_S * (len(text) // 20)
+        )
     deadline = time.monotonic() + timeout
     with _LOCK:
         dpy = _open_display()
@@ -266,8 +289,10 @@ def type_text(text: str, *, delay_ms: int = 0, timeout: float | None = None) -> 
                 logger.warning("no unused keycodes: non-ASCII characters may be lost")
                 slots = None
             lines = data.split("\n")
-            if slots is not None and len({keysym_for(c) for c in data if _mappable(c)}
-                                         - slots.base) > slots.capacity:
+            if (
+                slots is not None
+                and len({keysym_for(c) for c in data if _mappable(c)} - slots.base) > slots.capacity
+            ):
                 delay_ms = max(delay_ms, RECYCLE_DELAY_MS)
             for i, line in enumerate(lines):
                 pieces = _segments(line, slots) if line else []

@@ -98,11 +98,18 @@ def execute_with_verification() -> Response | tuple[Response, int]:
     start = time.monotonic()
     while time.monotonic() - start < max_wait:
         if _verified(verification):
-            return jsonify({"status": "success", **answer, "verification": "passed",
-                            "wait_time": time.monotonic() - start})
+            return jsonify(
+                {
+                    "status": "success",
+                    **answer,
+                    "verification": "passed",
+                    "wait_time": time.monotonic() - start,
+                }
+            )
         time.sleep(interval)
-    return jsonify({"status": "verification_failed", **answer, "verification": "failed",
-                    "wait_time": max_wait}), 500
+    return jsonify(
+        {"status": "verification_failed", **answer, "verification": "failed", "wait_time": max_wait}
+    ), 500
 
 
 @bp.post("/setup/launch")
@@ -159,7 +166,9 @@ def run_python() -> Response | tuple[Response, int]:
 
 
 def _bash_answer(status: str, output: str, returncode: int, code: int = 200) -> Any:
-    return jsonify({"status": status, "output": output, "error": "", "returncode": returncode}), code
+    return jsonify(
+        {"status": status, "output": output, "error": "", "returncode": returncode}
+    ), code
 
 
 @bp.post("/run_bash_script")
@@ -190,9 +199,10 @@ def run_bash_script() -> Any:
     try:
         result = state().procs.run(["/bin/bash", path], timeout=timeout, cwd=cwd, merge_stderr=True)
     except subprocess.TimeoutExpired:
-        return _bash_answer("error", f"Script execution timed out after {timeout:g} seconds", -1, 500)
+        return _bash_answer(
+            "error", f"Script execution timed out after {timeout:g} seconds", -1, 500
+        )
     finally:
         os.unlink(path)
     status = "success" if result.returncode == 0 else "error"
     return _bash_answer(status, result.stdout, result.returncode)
-

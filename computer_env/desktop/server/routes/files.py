@@ -43,8 +43,9 @@ def get_file() -> Response | tuple[Response, int]:
         raise bad_request(f"field 'file_path' names a directory: {named}")
     if not path.is_file():
         return error_response(404, f"File not found: {named}")
-    return send_file(path, as_attachment=True, download_name=path.name, max_age=0,
-                     conditional=False, etag=False)
+    return send_file(
+        path, as_attachment=True, download_name=path.name, max_age=0, conditional=False, etag=False
+    )
 
 
 @bp.post("/setup/upload")
@@ -87,7 +88,11 @@ def download_file() -> str | tuple[str, int]:
 
 
 def _tree(directory: str) -> dict[str, Any]:
-    node: dict[str, Any] = {"type": "directory", "name": os.path.basename(directory), "children": []}
+    node: dict[str, Any] = {
+        "type": "directory",
+        "name": os.path.basename(directory),
+        "children": [],
+    }
     try:
         for entry in sorted(os.listdir(directory)):
             full = os.path.join(directory, entry)

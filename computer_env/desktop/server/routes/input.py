@@ -90,11 +90,26 @@ def settle() -> Response | tuple[Response, int]:
     watcher = state().damage
     if watcher is None:
         return error_response(501, "this display has no DAMAGE extension; compare screenshots")
-    r = watcher.settle(quiet_s=quiet, cap_s=cap, grace_s=grace, max_quiet_s=longest,
-                       cpu_quiet_s=cpu, map_quiet_s=mapped)
-    return jsonify({"waited_s": round(r.waited_s, 4), "still_s": round(r.still_s, 4),
-                    "capped": r.capped, "events": r.events, "app_busy": r.app_busy,
-                    "maps": r.maps, "quiet_s": round(r.quiet_s, 4), "last_wait": r.last_wait})
+    r = watcher.settle(
+        quiet_s=quiet,
+        cap_s=cap,
+        grace_s=grace,
+        max_quiet_s=longest,
+        cpu_quiet_s=cpu,
+        map_quiet_s=mapped,
+    )
+    return jsonify(
+        {
+            "waited_s": round(r.waited_s, 4),
+            "still_s": round(r.still_s, 4),
+            "capped": r.capped,
+            "events": r.events,
+            "app_busy": r.app_busy,
+            "maps": r.maps,
+            "quiet_s": round(r.quiet_s, 4),
+            "last_wait": r.last_wait,
+        }
+    )
 
 
 @bp.get("/x_grabs")

@@ -102,5 +102,12 @@ def end_recording() -> Response | tuple[Response, int]:
         path = st.recorder.stop()
     except RecordingError as exc:
         return error_response(500, str(exc))
-    return send_file(path, mimetype="video/mp4", as_attachment=True, download_name="recording.mp4",
-                     max_age=0, conditional=False, etag=False)
+    return send_file(
+        path,
+        mimetype="video/mp4",
+        as_attachment=True,
+        download_name="recording.mp4",
+        max_age=0,
+        conditional=False,
+        etag=False,
+    )

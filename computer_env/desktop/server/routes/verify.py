@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from flask import Blueprint, Response, jsonify
 
+from computer_env.desktop.server.commands.verifier import RunnerGone
 from computer_env.desktop.server.httputil import body, field_number, field_str
 from computer_env.desktop.server.state import state
-from computer_env.desktop.server.commands.verifier import RunnerGone
 
 bp = Blueprint("verify", __name__)
 

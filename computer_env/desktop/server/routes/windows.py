@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 import shutil
 import time
 from pathlib import Path
@@ -61,9 +60,13 @@ def open_file() -> str:
     data = body()
     raw = field_str(data, "path") or ""
     window_name = field_str(data, "window_name", required=False)
-    timeout = field_number(data, "timeout_seconds",
-                           field_number(data, "timeout", OPEN_TIMEOUT, low=0.1, high=3600),
-                           low=0.1, high=3600)
+    timeout = field_number(
+        data,
+        "timeout_seconds",
+        field_number(data, "timeout", OPEN_TIMEOUT, low=0.1, high=3600),
+        low=0.1,
+        high=3600,
+    )
     path = Path(expand_path(raw))
     procs = state().procs
     if path.exists():
@@ -83,14 +86,12 @@ def open_file() -> str:
                 activate_window_id(window.wid)
                 return "File opened and window activated successfully"
         time.sleep(OPEN_POLL_S)
-    raise RequestError(500, f"Failed to find window for {sorted(needles)} within {timeout:g} "
-                       "seconds.")
+    raise RequestError(
+        500, f"Failed to find window for {sorted(needles)} within {timeout:g} seconds."
+    )
 
 
 @bp.get("/windows")
 def windows() -> Response:
     """This server's extra: the managed windows ``[{id, class, title}]``."""
     return jsonify([{"id": w.wid, "class": w.wm_class, "title": w.title} for w in list_windows()])
-
-
-

@@ -123,7 +123,6 @@ class AppActivity:
         self.busy_seen = False  # the app was found working at least once
         self._tried = 0.0  # when add() last ran
 
-
     def add(self, pid: int) -> None:
         """Read the tree of ``pid`` now (a different pid than before starts afresh)."""
         self._tried = time.monotonic()

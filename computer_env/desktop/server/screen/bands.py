@@ -108,7 +108,7 @@ def encode_jpeg(image: Image.Image, quality: int) -> bytes:
     struct.pack_into(">H", head, sof + 5, image.height)  # SOF0: length, precision, height
     chunks: list[bytes] = [bytes(head), parts[0][start:-2]]
     for part in parts[1:]:
-        chunks += [_RST7, part[_scan_start(part)[1]:-2]]
+        chunks += [_RST7, part[_scan_start(part)[1] : -2]]
     chunks.append(_EOI)
     return b"".join(chunks)
 
@@ -130,7 +130,7 @@ def join_jpeg_bands(parts: list[bytes], height: int, mcus_per_band: int) -> byte
     head += b"\xff\xdd" + struct.pack(">HH", 4, mcus_per_band) + parts[0][sos:start]
     chunks: list[bytes] = [bytes(head), parts[0][start:-2]]
     for i, part in enumerate(parts[1:]):
-        chunks += [bytes((0xFF, 0xD0 + i % 8)), part[_scan_start(part)[1]:-2]]
+        chunks += [bytes((0xFF, 0xD0 + i % 8)), part[_scan_start(part)[1] : -2]]
     chunks.append(_EOI)
     return b"".join(chunks)
 
@@ -142,11 +142,12 @@ def encode_bgrx_jpeg(pixels: Any, quality: int, encode_one: Callable[[Any], byte
     height, width = int(pixels.shape[0]), int(pixels.shape[1])
     # A restart interval is fixed: every band but the last has the same whole MCU rows, and
     # the last no more than that (a longer last band would miss a restart marker).
-    step = -(-(-(-height // 16)) // bands_now()) * 16
+    mcu_rows = -(-height // 16)  # ceiling division
+    step = -(-mcu_rows // bands_now()) * 16
     boxes = [(top, min(height, top + step)) for top in range(0, height, step)]
     if len(boxes) == 1:
         return encode_one(pixels)
-    parts = list(_pool().map(lambda box: encode_one(pixels[box[0]:box[1]]), boxes))
+    parts = list(_pool().map(lambda box: encode_one(pixels[box[0] : box[1]]), boxes))
     return join_jpeg_bands(parts, height, step // 16 * -(-width // 16))
 
 
@@ -156,7 +157,7 @@ def _filtered(image: Image.Image, box: tuple[int, int]) -> bytes:
     stride = width * 3
     data = image.crop((0, box[0], width, box[1])).tobytes()
     view = memoryview(data)
-    return b"\0".join([b"", *(view[i:i + stride] for i in range(0, len(data), stride))])
+    return b"\0".join([b"", *(view[i : i + stride] for i in range(0, len(data), stride))])
 
 
 def adler32_combine(first: int, second: int, second_len: int) -> int:
@@ -183,8 +184,13 @@ def deflate_bands(image: Image.Image, compressor: Any, count: int) -> bytes:
     return _deflate_parts(lambda i: _filtered(image, boxes[i]), len(boxes), compressor)
 
 
-def deflate_rows(rows: memoryview, height: int, compressor: Any, count: int,
-                 fill: Callable[[int, int], None] | None = None) -> bytes:
+def deflate_rows(
+    rows: memoryview,
+    height: int,
+    compressor: Any,
+    count: int,
+    fill: Callable[[int, int], None] | None = None,
+) -> bytes:
     """The same zlib stream from filtered rows (``height`` rows, each behind its filter-type
     byte, one buffer), deflated in ``count`` bands on threads without a copy; ``fill(top,
     bottom)``, when given, first makes a band's rows, on that band's thread."""
@@ -196,7 +202,7 @@ def deflate_rows(rows: memoryview, height: int, compressor: Any, count: int,
         top, bottom = tops[i], min(height, tops[i] + per)
         if fill is not None:
             fill(top, bottom)
-        return rows[top * stride:bottom * stride]
+        return rows[top * stride : bottom * stride]
 
     return _deflate_parts(part, len(tops), compressor)
 

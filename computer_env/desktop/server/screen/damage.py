@@ -48,8 +48,9 @@ PROBE_S = 0.02
 """The CPU window when nothing happened lately (a still screen costs about this much)."""
 
 
-def _union(a: tuple[int, int, int, int] | None, b: tuple[int, int, int, int]
-           ) -> tuple[int, int, int, int]:
+def _union(
+    a: tuple[int, int, int, int] | None, b: tuple[int, int, int, int]
+) -> tuple[int, int, int, int]:
     if a is None:
         return b
     return min(a[0], b[0]), min(a[1], b[1]), max(a[2], b[2]), max(a[3], b[3])
@@ -96,8 +97,10 @@ class DamageWatcher:
         self._damage = root.damage_create(damage.DamageReportBoundingBox)
         root.change_attributes(event_mask=X.SubstructureNotifyMask)  # windows being mapped
         self._map_notify = X.MapNotify
-        self._atoms = (self._dpy.intern_atom("_NET_ACTIVE_WINDOW"),
-                       self._dpy.intern_atom("_NET_WM_PID"))
+        self._atoms = (
+            self._dpy.intern_atom("_NET_ACTIVE_WINDOW"),
+            self._dpy.intern_atom("_NET_WM_PID"),
+        )
         self._watch_cpu = appcpu.available()
         self._dpy.sync()
         self._lock = threading.Lock()  # the X connection and the fields below
@@ -179,11 +182,15 @@ class DamageWatcher:
         pause = max(b - a for a, b in zip(times, times[1:]))
         return min(max_quiet_s, max(quiet_s, 2 * pause))
 
-    def _last_wait(self, need: float, quiet_s: float, grace_s: float, map_quiet_s: float,
-                   busy: bool) -> str:
+    def _last_wait(
+        self, need: float, quiet_s: float, grace_s: float, map_quiet_s: float, busy: bool
+    ) -> str:
         """Which condition ended the wait last (lock held): a diagnostic for the answer."""
-        ends = {"bursts" if need > quiet_s else "drawing": self.last_damage + need,
-                "input": self.last_input + grace_s, "window": self.last_map + map_quiet_s}
+        ends = {
+            "bursts" if need > quiet_s else "drawing": self.last_damage + need,
+            "input": self.last_input + grace_s,
+            "window": self.last_map + map_quiet_s,
+        }
         last = max(ends, key=lambda k: ends[k])
         return "app" if busy and ends[last] < time.monotonic() - PROBE_S else last
 
@@ -202,9 +209,16 @@ class DamageWatcher:
             return 0
         return int(pid.value[0]) if pid is not None and len(pid.value) else 0
 
-    def settle(self, *, quiet_s: float, cap_s: float, grace_s: float,
-               max_quiet_s: float | None = None, cpu_quiet_s: float = 0.0,
-               map_quiet_s: float = 0.0) -> Settled:
+    def settle(
+        self,
+        *,
+        quiet_s: float,
+        cap_s: float,
+        grace_s: float,
+        max_quiet_s: float | None = None,
+        cpu_quiet_s: float = 0.0,
+        map_quiet_s: float = 0.0,
+    ) -> Settled:
         """Wait until no drawing for ``quiet_s`` (longer for a screen drawing in bursts, up to
         ``max_quiet_s``), ``grace_s`` after the last input, ``map_quiet_s`` after a window was
         mapped, and the active app idle for ``cpu_quiet_s`` (0: not asked), at most ``cap_s``;
@@ -219,8 +233,11 @@ class DamageWatcher:
             self._drain()
             before, maps = self.reports, self.maps
             lately = max(self.last_input, self.last_damage, self.last_map)
-            window = cpu_quiet_s if start - lately < max(cpu_quiet_s, longest) \
+            window = (
+                cpu_quiet_s
+                if start - lately < max(cpu_quiet_s, longest)
                 else min(cpu_quiet_s, PROBE_S)
+            )
             idle = not watch
             while True:
                 now = time.monotonic()
@@ -228,30 +245,40 @@ class DamageWatcher:
                     activity.add(self._active_pid())
                     now = time.monotonic()
                 quiet = self._quiet_needed(quiet_s, longest)
-                ready_at = max(self.last_damage + quiet, self.last_input + grace_s,
-                               self.last_map + map_quiet_s)
+                ready_at = max(
+                    self.last_damage + quiet, self.last_input + grace_s, self.last_map + map_quiet_s
+                )
                 if now >= ready_at:
                     idle = not watch or activity.idle_for(window) is True
                     if idle:
                         break
                 if now - start >= cap_s or self._stop:
                     break
-                wake = min(ready_at if now < ready_at else start + cap_s,
-                           activity.next_sample_at() if watch else start + cap_s, start + cap_s)
+                wake = min(
+                    ready_at if now < ready_at else start + cap_s,
+                    activity.next_sample_at() if watch else start + cap_s,
+                    start + cap_s,
+                )
                 self._changed.wait(max(0.0, wake - now))
                 if time.monotonic() >= wake:
                     self._dpy.sync()  # nothing may be in flight when the quiet is declared
                     self._drain()
             now = time.monotonic()
-            screen_busy = now < max(self.last_damage + self._quiet_needed(quiet_s, longest),
-                                    self.last_map + map_quiet_s)
+            screen_busy = now < max(
+                self.last_damage + self._quiet_needed(quiet_s, longest), self.last_map + map_quiet_s
+            )
             capped = now - start >= cap_s and (screen_busy or not idle)
             need = self._quiet_needed(quiet_s, longest)
-            return Settled(waited_s=now - start, still_s=now - self.last_damage, capped=capped,
-                           events=self.reports - before, app_busy=activity.busy_seen,
-                           maps=self.maps - maps, quiet_s=need,
-                           last_wait=self._last_wait(need, quiet_s, grace_s, map_quiet_s,
-                                                     activity.busy_seen))
+            return Settled(
+                waited_s=now - start,
+                still_s=now - self.last_damage,
+                capped=capped,
+                events=self.reports - before,
+                app_busy=activity.busy_seen,
+                maps=self.maps - maps,
+                quiet_s=need,
+                last_wait=self._last_wait(need, quiet_s, grace_s, map_quiet_s, activity.busy_seen),
+            )
 
     def close(self) -> None:
         with self._lock:

@@ -73,8 +73,9 @@ def encode_jpeg(raw: bytearray, size: tuple[int, int], quality: int) -> bytes | 
         return None
 
     def one(pixels: Any) -> bytes:
-        data: bytes = simplejpeg.encode_jpeg(pixels, quality=quality, colorspace="BGRX",
-                                             colorsubsampling="420")
+        data: bytes = simplejpeg.encode_jpeg(
+            pixels, quality=quality, colorspace="BGRX", colorsubsampling="420"
+        )
         return data
 
     return bands.encode_bgrx_jpeg(_pixels(raw, size), quality, one)

@@ -39,9 +39,28 @@ class Recorder:
                 raise RecordingError("Recording is already in progress.")
             self.path.unlink(missing_ok=True)
             cmd = [
-                "ffmpeg", "-nostdin", "-y", "-loglevel", "error", "-f", "x11grab", "-draw_mouse", "1",
-                "-framerate", "10", "-video_size", f"{size[0]}x{size[1]}", "-i", self._display,
-                "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", str(self.path),
+                "ffmpeg",
+                "-nostdin",
+                "-y",
+                "-loglevel",
+                "error",
+                "-f",
+                "x11grab",
+                "-draw_mouse",
+                "1",
+                "-framerate",
+                "10",
+                "-video_size",
+                f"{size[0]}x{size[1]}",
+                "-i",
+                self._display,
+                "-c:v",
+                "libx264",
+                "-preset",
+                "ultrafast",
+                "-pix_fmt",
+                "yuv420p",
+                str(self.path),
             ]
             self._proc = self._procs.popen(cmd, stderr=subprocess.PIPE)
             deadline = time.monotonic() + startup
@@ -71,7 +90,9 @@ class Recorder:
             finally:
                 self._procs.forget(proc)
             if not self.path.exists() or self.path.stat().st_size == 0:
-                raise RecordingError(f"Recording failed: the output file is missing or empty: {err.strip()[-500:]}")
+                raise RecordingError(
+                    f"Recording failed: the output file is missing or empty: {err.strip()[-500:]}"
+                )
             return self.path
 
     def abort(self) -> None:

@@ -47,7 +47,8 @@ def _isal_compressobj() -> Callable[..., Any] | None:
     except ImportError:
         return None
     return lambda level, wbits=15: isal_zlib.compressobj(
-        min(level, isal_zlib.ISAL_BEST_COMPRESSION), isal_zlib.DEFLATED, wbits)
+        min(level, isal_zlib.ISAL_BEST_COMPRESSION), isal_zlib.DEFLATED, wbits
+    )
 
 
 _ISAL = _isal_compressobj()
@@ -68,8 +69,14 @@ def _compressor(level: int, wbits: int = 15) -> Any:
 
 
 def _chunk(kind: bytes, payload: bytes) -> bytes:
-    return b"".join((struct.pack(">I", len(payload)), kind, payload,
-                     struct.pack(">I", zlib.crc32(payload, zlib.crc32(kind)))))
+    return b"".join(
+        (
+            struct.pack(">I", len(payload)),
+            kind,
+            payload,
+            struct.pack(">I", zlib.crc32(payload, zlib.crc32(kind))),
+        )
+    )
 
 
 def encode_png(image: Image.Image, level: int = 1) -> bytes:
@@ -84,10 +91,10 @@ def encode_png(image: Image.Image, level: int = 1) -> bytes:
     header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)  # 8-bit truecolour
     count = bands.bands_now()
     if count > 1 and height >= 2 * count:  # bands deflated on threads
-        stream = bands.deflate_bands(image, lambda: _compressor(max(0, min(9, level)), -15),
-                                     count)
-        return b"".join((_PNG_SIGNATURE, _chunk(b"IHDR", header), _chunk(b"IDAT", stream),
-                         _chunk(b"IEND", b"")))
+        stream = bands.deflate_bands(image, lambda: _compressor(max(0, min(9, level)), -15), count)
+        return b"".join(
+            (_PNG_SIGNATURE, _chunk(b"IHDR", header), _chunk(b"IDAT", stream), _chunk(b"IEND", b""))
+        )
     stride = width * 3
     band_rows = max(1, _BAND_BYTES // stride)
     comp = _compressor(max(0, min(9, level)))
@@ -96,15 +103,28 @@ def encode_png(image: Image.Image, level: int = 1) -> bytes:
         band = image.crop((0, top, width, min(height, top + band_rows))).tobytes()
         view = memoryview(band)
         # Every row gets its filter-type byte (0) in front: b"\0" joined over ["", row0, ...].
-        idat.append(comp.compress(b"\0".join(
-            [b"", *(view[i:i + stride] for i in range(0, len(band), stride))])))
+        idat.append(
+            comp.compress(
+                b"\0".join([b"", *(view[i : i + stride] for i in range(0, len(band), stride))])
+            )
+        )
     idat.append(comp.flush())
-    return b"".join((_PNG_SIGNATURE, _chunk(b"IHDR", header), _chunk(b"IDAT", b"".join(idat)),
-                     _chunk(b"IEND", b"")))
+    return b"".join(
+        (
+            _PNG_SIGNATURE,
+            _chunk(b"IHDR", header),
+            _chunk(b"IDAT", b"".join(idat)),
+            _chunk(b"IEND", b""),
+        )
+    )
 
 
-def encode_png_rows(rows: memoryview, size: tuple[int, int], level: int = 1,
-                    fill: Callable[[int, int], None] | None = None) -> bytes:
+def encode_png_rows(
+    rows: memoryview,
+    size: tuple[int, int],
+    level: int = 1,
+    fill: Callable[[int, int], None] | None = None,
+) -> bytes:
     """The PNG of ``size`` whose filtered rows (filter byte 0 first) are ``rows``; ``fill(top,
     bottom)``, when given, makes those rows first (band by band, on the bands' threads)."""
     width, height = size
@@ -118,8 +138,9 @@ def encode_png_rows(rows: memoryview, size: tuple[int, int], level: int = 1,
             fill(0, height)
         comp = _compressor(level)
         stream = comp.compress(rows) + comp.flush()
-    return b"".join((_PNG_SIGNATURE, _chunk(b"IHDR", header), _chunk(b"IDAT", stream),
-                     _chunk(b"IEND", b"")))
+    return b"".join(
+        (_PNG_SIGNATURE, _chunk(b"IHDR", header), _chunk(b"IDAT", stream), _chunk(b"IEND", b""))
+    )
 
 
 def encode(image: Image.Image, fmt: ImageFormat, quality: int | None = None) -> bytes:
@@ -174,8 +195,9 @@ class ScreenGrabber:
             # mss reads the cursor through XFixes but blends it in a per-pixel Python loop; we
             # read it from mss and paste it with Pillow (mss >= 10: ``_impl.cursor``, 9:
             # ``_cursor_impl``). If neither exists, let mss draw it.
-            fn = getattr(getattr(sct, "_impl", None), "cursor", None) \
-                or getattr(sct, "_cursor_impl", None)
+            fn = getattr(getattr(sct, "_impl", None), "cursor", None) or getattr(
+                sct, "_cursor_impl", None
+            )
             if fn is None:
                 sct.close()
                 sct = factory(display=self._display, with_cursor=True)
@@ -189,8 +211,9 @@ class ScreenGrabber:
             return self._cursor_fn()
         except Exception:  # noqa: BLE001 - no XFixes: screenshots without a cursor, said once
             if not self._cursor_warned:
-                logger.warning("cannot read the cursor image; screenshots have no cursor",
-                               exc_info=True)
+                logger.warning(
+                    "cannot read the cursor image; screenshots have no cursor", exc_info=True
+                )
                 self._cursor_warned = True
             self._cursor_fn = None
             return None
@@ -201,16 +224,18 @@ class ScreenGrabber:
                 self._pool = ThreadPoolExecutor(1, thread_name_prefix="screenshot")
             return self._pool
 
-    def _grab_raw(self, in_place: bool = False
-                  ) -> tuple[Any, tuple[Image.Image, tuple[int, int]] | None]:
+    def _grab_raw(
+        self, in_place: bool = False
+    ) -> tuple[Any, tuple[Image.Image, tuple[int, int]] | None]:
         """The grab (BGRX: ``raw``, ``size``, ``pos``) and the cursor (RGBA image, its
         top-left on the screen). ``in_place``: in our own XShm segment where that works
         (:mod:`.shmgrab`; valid until the next grab), else mss's copy."""
         with self._lock:
             try:
                 sct = self._grabber()
-                shot = (self._shm.grab(sct, sct.monitors[0]) if in_place else None) \
-                    or sct.grab(sct.monitors[0])
+                shot = (self._shm.grab(sct, sct.monitors[0]) if in_place else None) or sct.grab(
+                    sct.monitors[0]
+                )
             except Exception:  # noqa: BLE001 - a lost X connection: once more on a new one
                 logger.warning("screen grab failed; reconnecting to the display", exc_info=True)
                 self._drop_grabber()

@@ -29,9 +29,18 @@ def _get_image(impl: Any, seg: Any, monitor: dict[str, int]) -> Any:
     """XShmGetImage of ``monitor`` on mss's connection into ``seg`` (the reply: depth, visual)."""
     from mss.linux import xcb
 
-    return xcb.shm_get_image(impl.conn, impl.drawable, int(monitor["left"]),
-                             int(monitor["top"]), int(monitor["width"]), int(monitor["height"]),
-                             _ALL_PLANES, xcb.ImageFormat.ZPixmap, seg, 0)
+    return xcb.shm_get_image(
+        impl.conn,
+        impl.drawable,
+        int(monitor["left"]),
+        int(monitor["top"]),
+        int(monitor["width"]),
+        int(monitor["height"]),
+        _ALL_PLANES,
+        xcb.ImageFormat.ZPixmap,
+        seg,
+        0,
+    )
 
 
 @dataclass(frozen=True)
@@ -80,8 +89,11 @@ class ShmGrab:
         if not self.enabled:
             return None
         impl = getattr(sct, "_impl", None)
-        if impl is None or getattr(impl, "conn", None) is None \
-                or getattr(impl, "_shmseg", None) is None:
+        if (
+            impl is None
+            or getattr(impl, "conn", None) is None
+            or getattr(impl, "_shmseg", None) is None
+        ):
             return None  # mss without XShm (or another version): its own path
         width, height = int(monitor["width"]), int(monitor["height"])
         nbytes = width * height * 4
@@ -89,8 +101,10 @@ class ShmGrab:
             if self._conn is not impl.conn or self._buf is None or len(self._buf) < nbytes:
                 self._attach(impl, nbytes)
             reply = _get_image(impl, self._seg, monitor)
-            if reply.depth != impl.drawable_depth \
-                    or reply.visual.value != impl.drawable_visual_id.value:
+            if (
+                reply.depth != impl.drawable_depth
+                or reply.visual.value != impl.drawable_visual_id.value
+            ):
                 raise ValueError(f"grab in depth {reply.depth}, not {impl.drawable_depth}")
         except Exception:  # noqa: BLE001 - mss's own grab decides (and reconnects if lost)
             self._failures += 1
@@ -99,8 +113,11 @@ class ShmGrab:
             return None
         self._failures = 0
         assert self._buf is not None
-        return Grab(memoryview(self._buf)[:nbytes], (width, height),
-                    (int(monitor["left"]), int(monitor["top"])))
+        return Grab(
+            memoryview(self._buf)[:nbytes],
+            (width, height),
+            (int(monitor["left"]), int(monitor["top"])),
+        )
 
     def close(self) -> None:
         """Forget the segment (the X server frees it with the connection, or on detach)."""

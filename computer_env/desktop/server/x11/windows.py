@@ -75,7 +75,12 @@ def list_windows(timeout: float = 10.0) -> list[Window]:
     if shutil.which("wmctrl") is None:
         return []
     result = subprocess.run(
-        ["wmctrl", "-lx"], capture_output=True, text=True, errors="replace", timeout=timeout, check=False
+        ["wmctrl", "-lx"],
+        capture_output=True,
+        text=True,
+        errors="replace",
+        timeout=timeout,
+        check=False,
     )
     windows = []
     for line in result.stdout.splitlines():
@@ -90,7 +95,12 @@ def wmctrl_action(action: str, window_name: str, *, strict: bool, by_class: bool
     """OSWorld's ``wmctrl -[x][F]<a|c> NAME``; returns wmctrl's exit status."""
     flags = f"-{'x' if by_class else ''}{'F' if strict else ''}{action}"
     result = subprocess.run(
-        ["wmctrl", flags, window_name], capture_output=True, text=True, errors="replace", timeout=10, check=False
+        ["wmctrl", flags, window_name],
+        capture_output=True,
+        text=True,
+        errors="replace",
+        timeout=10,
+        check=False,
     )
     return result.returncode
 

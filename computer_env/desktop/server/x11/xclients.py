@@ -33,10 +33,12 @@ class UnixSocket:
 
 def unix_sockets() -> dict[int, UnixSocket]:
     """Every Unix socket of this network namespace, by inode."""
-    request = struct.pack("=BBHIII8x", socket.AF_UNIX, 0, 0, 0xFFFFFFFF, 0,
-                          _UDIAG_SHOW_PEER | _UDIAG_SHOW_RQLEN)
-    header = struct.pack("=IHHII", 16 + len(request), _SOCK_DIAG_BY_FAMILY,
-                         _NLM_F_REQUEST | _NLM_F_DUMP, 1, 0)
+    request = struct.pack(
+        "=BBHIII8x", socket.AF_UNIX, 0, 0, 0xFFFFFFFF, 0, _UDIAG_SHOW_PEER | _UDIAG_SHOW_RQLEN
+    )
+    header = struct.pack(
+        "=IHHII", 16 + len(request), _SOCK_DIAG_BY_FAMILY, _NLM_F_REQUEST | _NLM_F_DUMP, 1, 0
+    )
     found: dict[int, UnixSocket] = {}
     with socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, 4) as nl:  # NETLINK_SOCK_DIAG
         nl.settimeout(5.0)
@@ -52,7 +54,7 @@ def unix_sockets() -> dict[int, UnixSocket]:
                     (errno,) = struct.unpack_from("=i", data, offset + 16)
                     raise OSError(-errno, f"socket diagnostics: {os.strerror(-errno)}")
                 if kind == _SOCK_DIAG_BY_FAMILY:
-                    sock = _parse(data[offset + 16:offset + length])
+                    sock = _parse(data[offset + 16 : offset + length])
                     found[sock.inode] = sock
                 if length < 16:
                     return found
@@ -153,5 +155,13 @@ def x_clients(x_pid: int, proc: str = "/proc") -> list[XClient]:
     return list(clients.values())
 
 
-__all__ = ["UnixSocket", "XClient", "command_line", "process_state", "socket_inodes",
-           "start_time", "unix_sockets", "x_clients"]
+__all__ = [
+    "UnixSocket",
+    "XClient",
+    "command_line",
+    "process_state",
+    "socket_inodes",
+    "start_time",
+    "unix_sockets",
+    "x_clients",
+]

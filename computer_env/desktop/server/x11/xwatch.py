@@ -37,13 +37,18 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from computer_env.desktop.server.x11.xclients import (XClient, command_line, process_state,
-                                                  start_time, x_clients)
+from computer_env.desktop.server.x11.xclients import (
+    XClient,
+    command_line,
+    process_state,
+    start_time,
+    x_clients,
+)
 
 logger = logging.getLogger(__name__)
 
-INTERVAL_S = 0.25   # between two probes
-THRESHOLD_S = 2.0   # a probe unanswered this long is looked into
+INTERVAL_S = 0.25  # between two probes
+THRESHOLD_S = 2.0  # a probe unanswered this long is looked into
 RELEASE_WAIT_S = 1.0  # after a kill, how long the probe may take to be answered
 
 
@@ -51,10 +56,10 @@ RELEASE_WAIT_S = 1.0  # after a kill, how long the probe may take to be answered
 class XGrab:
     """One grab of the X server: when, for how long, by whom, and whether it was released."""
 
-    at: float          # wall-clock time it was found
-    held_s: float      # how long the probe had waited when it was released (or given up)
+    at: float  # wall-clock time it was found
+    held_s: float  # how long the probe had waited when it was released (or given up)
     released: bool
-    grabber: str       # ``pid: command line`` of the client whose death released it
+    grabber: str  # ``pid: command line`` of the client whose death released it
     detail: str
 
 
@@ -70,7 +75,7 @@ def find_x_server(parent: int | None = None, proc: str = "/proc") -> int | None:
             stat = Path(f"{proc}/{entry}/stat").read_text(errors="replace")
         except OSError:
             continue
-        name = stat[stat.find("(") + 1:stat.rfind(")")]
+        name = stat[stat.find("(") + 1 : stat.rfind(")")]
         if name not in ("Xvfb", "Xorg"):
             continue
         fields = stat.rsplit(")", 1)[1].split()
@@ -89,8 +94,15 @@ class XWatch:
     """The probe and the monitor of one display (see the module docstring); ``close()`` stops
     both."""
 
-    def __init__(self, display: str, x_pid: int, *, nested: bool,
-                 threshold_s: float = THRESHOLD_S, proc: str = "/proc") -> None:
+    def __init__(
+        self,
+        display: str,
+        x_pid: int,
+        *,
+        nested: bool,
+        threshold_s: float = THRESHOLD_S,
+        proc: str = "/proc",
+    ) -> None:
         self.display, self.x_pid, self.nested = display, x_pid, nested
         self.threshold_s, self.proc = threshold_s, proc
         self.grabs: list[XGrab] = []
@@ -104,8 +116,10 @@ class XWatch:
         self._answered = threading.Condition()
         self._stop = threading.Event()
         self._dpy: Any = None
-        self._threads = [threading.Thread(target=self._probe, name="x-probe", daemon=True),
-                         threading.Thread(target=self._monitor, name="x-watch", daemon=True)]
+        self._threads = [
+            threading.Thread(target=self._probe, name="x-probe", daemon=True),
+            threading.Thread(target=self._monitor, name="x-watch", daemon=True),
+        ]
         for thread in self._threads:
             thread.start()
 
@@ -116,8 +130,11 @@ class XWatch:
 
     def snapshot(self) -> dict[str, Any]:
         """What ``GET /x_grabs`` answers."""
-        return {"grabs": [asdict(g) for g in self.grabs], "watching": self._threads[0].is_alive(),
-                "x_server": self.x_pid}
+        return {
+            "grabs": [asdict(g) for g in self.grabs],
+            "watching": self._threads[0].is_alive(),
+            "x_server": self.x_pid,
+        }
 
     def _drain(self) -> None:
         """Read the probe's pending events: a keyboard map change marks the map's digest stale."""
@@ -125,8 +142,10 @@ class XWatch:
 
         while self._dpy.pending_events():
             event = self._dpy.next_event()
-            if event.type == X.MappingNotify and event.request in (X.MappingKeyboard,
-                                                                   X.MappingModifier):
+            if event.type == X.MappingNotify and event.request in (
+                X.MappingKeyboard,
+                X.MappingModifier,
+            ):
                 self._keymap_stale = True
 
     def keymap(self) -> str | None:
@@ -147,8 +166,9 @@ class XWatch:
                 if self._keymap_stale or self._keymap is None:
                     self._keymap_stale = False
                     info = dpy.display.info
-                    keys = dpy.get_keyboard_mapping(info.min_keycode,
-                                                    info.max_keycode - info.min_keycode + 1)
+                    keys = dpy.get_keyboard_mapping(
+                        info.min_keycode, info.max_keycode - info.min_keycode + 1
+                    )
                     mods = dpy.get_modifier_mapping()
                     self._keymap = hashlib.sha1(repr((keys, mods)).encode()).hexdigest()[:12]
             except Exception as exc:  # noqa: BLE001 - a display gone: no digest
@@ -204,14 +224,16 @@ class XWatch:
 
     def _candidates(self, clients: list[XClient]) -> list[XClient]:
         """The desktop's clients that may hold the grab: not waiting first, youngest first."""
+
         def ours(pid: int) -> bool:
             if pid == os.getpid():
                 return True
             return self.nested and _pid_namespace(pid, self.proc) == self._own_ns
 
         found = [c for c in clients if c.pids and not any(ours(p) for p in c.pids)]
-        return sorted(found, key=lambda c: (c.waiting, -max(start_time(p, self.proc)
-                                                             for p in c.pids)))
+        return sorted(
+            found, key=lambda c: (c.waiting, -max(start_time(p, self.proc) for p in c.pids))
+        )
 
     def _look(self, sent: float) -> bool:
         """Look into the probe sent at ``sent``; True once decided (released or not)."""
@@ -222,8 +244,11 @@ class XWatch:
         if clients is None:
             return False
         candidates = self._candidates(clients)
-        logger.warning("the X server ignores this server for %.1f s: grabbed; %d candidate "
-                       "client(s)", time.monotonic() - sent, len(candidates))
+        logger.warning(
+            "the X server ignores this server for %.1f s: grabbed; %d candidate client(s)",
+            time.monotonic() - sent,
+            len(candidates),
+        )
         for client in candidates:
             who = client.describe(self.proc)
             for pid in client.pids:
@@ -234,12 +259,26 @@ class XWatch:
             with self._answered:
                 self._answered.wait_for(lambda: self._sent != sent, RELEASE_WAIT_S)
             if self._sent != sent:
-                self._record(XGrab(time.time(), round(time.monotonic() - sent, 2), True, who,
-                                   "killed; the X server answered again"))
+                self._record(
+                    XGrab(
+                        time.time(),
+                        round(time.monotonic() - sent, 2),
+                        True,
+                        who,
+                        "killed; the X server answered again",
+                    )
+                )
                 return True
-        self._record(XGrab(time.time(), round(time.monotonic() - sent, 2), False, "",
-                           f"the X server ignores this server; killing {len(candidates)} "
-                           "client(s) of the desktop did not release it"))
+        self._record(
+            XGrab(
+                time.time(),
+                round(time.monotonic() - sent, 2),
+                False,
+                "",
+                f"the X server ignores this server; killing {len(candidates)} "
+                "client(s) of the desktop did not release it",
+            )
+        )
         return True
 
     def _record(self, grab: XGrab) -> None:
@@ -272,5 +311,12 @@ def start_watch(display: str | None, *, nested: bool) -> XWatch | None:
     return XWatch(display, x_pid, nested=nested)
 
 
-__all__ = ["INTERVAL_S", "THRESHOLD_S", "XGrab", "XWatch", "command_line", "find_x_server",
-           "start_watch"]
+__all__ = [
+    "INTERVAL_S",
+    "THRESHOLD_S",
+    "XGrab",
+    "XWatch",
+    "command_line",
+    "find_x_server",
+    "start_watch",
+]

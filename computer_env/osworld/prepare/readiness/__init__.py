@@ -36,8 +36,27 @@ from computer_env.osworld.prepare.readiness._probes import (
     x_window_state,
 )
 
-__all__ = ["CARET_BOX", "CDP_PORT", "AppExpectation", "AppNotReady", "ReadyReport", "cdp_ports",
-           "expected_app", "last_json", "office_problem", "office_state", "page_problem",
-           "page_screen_problem", "page_state", "probe_answer", "probe_source", "screen_change",
-           "screen_problem", "still_ready", "viewport_box", "wait_until_ready", "window_problem",
-           "x_window_state"]
+__all__ = [
+    "CARET_BOX",
+    "CDP_PORT",
+    "AppExpectation",
+    "AppNotReady",
+    "ReadyReport",
+    "cdp_ports",
+    "expected_app",
+    "last_json",
+    "office_problem",
+    "office_state",
+    "page_problem",
+    "page_screen_problem",
+    "page_state",
+    "probe_answer",
+    "probe_source",
+    "screen_change",
+    "screen_problem",
+    "still_ready",
+    "viewport_box",
+    "wait_until_ready",
+    "window_problem",
+    "x_window_state",
+]

@@ -15,10 +15,10 @@ from typing import Any
 
 from PIL import ImageChops
 
+from computer_env.osworld.catalog.tasks import Task
 from computer_env.osworld.prepare.readiness._app import expected_app, window_problem
 from computer_env.osworld.prepare.readiness._probes import x_window_state
 from computer_env.osworld.prepare.settle import screen_image
-from computer_env.osworld.catalog.tasks import Task
 
 __all__ = ["CARET_BOX", "screen_change", "still_ready"]
 

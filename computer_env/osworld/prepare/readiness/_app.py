@@ -31,11 +31,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from computer_env.errors import SetupError
-from computer_env.osworld.prepare.readiness._page import cdp_ports, page_problem, page_screen_problem
+from computer_env.osworld.catalog.tasks import Task
+from computer_env.osworld.prepare.readiness._page import (
+    cdp_ports,
+    page_problem,
+    page_screen_problem,
+)
 from computer_env.osworld.prepare.readiness._probes import office_state, page_state, x_window_state
 from computer_env.osworld.prepare.settle import is_blank, screen_image, wait_until_settled
 from computer_env.osworld.prepare.setup import launched_program
-from computer_env.osworld.catalog.tasks import Task
 
 logger = logging.getLogger(__name__)
 
@@ -44,20 +48,29 @@ _PROBES = ThreadPoolExecutor(2, thread_name_prefix="ready-probe")
 
 _APPS: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
     # (kind, program names, WM_CLASS substrings)
-    ("libreoffice", ("libreoffice", "soffice", "localc", "lowriter", "loimpress"),
-     ("libreoffice", "soffice")),
-    ("browser", ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome"),
-     ("chromium", "google-chrome", "chrome")),
-    ("terminal", ("xterm", "gnome-terminal", "x-terminal-emulator"),
-     ("xterm", "gnome-terminal")),
-    ("editor", ("mousepad", "gedit", "gnome-text-editor", "code"),
-     ("mousepad", "gedit", "gnome-text-editor", "code")),
+    (
+        "libreoffice",
+        ("libreoffice", "soffice", "localc", "lowriter", "loimpress"),
+        ("libreoffice", "soffice"),
+    ),
+    (
+        "browser",
+        ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome"),
+        ("chromium", "google-chrome", "chrome"),
+    ),
+    ("terminal", ("xterm", "gnome-terminal", "x-terminal-emulator"), ("xterm", "gnome-terminal")),
+    (
+        "editor",
+        ("mousepad", "gedit", "gnome-text-editor", "code"),
+        ("mousepad", "gedit", "gnome-text-editor", "code"),
+    ),
     ("media", ("vlc", "cvlc"), ("vlc",)),
     ("image", ("gimp", "gimp-2.10"), ("gimp",)),
     ("mail", ("thunderbird",), ("thunderbird", "mail")),
 )
-_OFFICE_SUFFIXES = frozenset({".xlsx", ".xls", ".ods", ".csv", ".docx", ".doc", ".odt", ".rtf",
-                              ".pptx", ".ppt", ".odp"})
+_OFFICE_SUFFIXES = frozenset(
+    {".xlsx", ".xls", ".ods", ".csv", ".docx", ".doc", ".odt", ".rtf", ".pptx", ".ppt", ".odp"}
+)
 _TEXT_SUFFIXES = frozenset({".txt", ".md", ".conf", ".py", ".sh", ".json", ".log", ".ini"})
 
 
@@ -120,8 +133,9 @@ def expected_app(task: Task) -> AppExpectation | None:
     return found
 
 
-def screen_problem(shot: bytes, window: dict[str, Any],
-                   pages: dict[str, Any] | None = None) -> str | None:
+def screen_problem(
+    shot: bytes, window: dict[str, Any], pages: dict[str, Any] | None = None
+) -> str | None:
     """Why the screenshot ``shot`` does not show the active ``window`` (and the visible pages of
     ``pages``, those in the window) drawn yet; None: it does."""
     img = screen_image(shot)
@@ -129,8 +143,10 @@ def screen_problem(shot: bytes, window: dict[str, Any],
     geo = window.get("geometry")
     box = (geo[0], geo[1], geo[0] + geo[2], geo[1] + geo[3]) if geo else None
     if box and is_blank(img, box, pointer):
-        return (f"window {window.get('title', '')!r} is still blank (one colour: nothing drawn "
-                "in it yet)")
+        return (
+            f"window {window.get('title', '')!r} is still blank (one colour: nothing drawn "
+            "in it yet)"
+        )
     return page_screen_problem(img, box, pointer, pages) if pages else None
 
 
@@ -167,9 +183,16 @@ def office_problem(state: dict[str, Any]) -> str | None:
     return None
 
 
-def wait_until_ready(client: Any, task: Task, *, timeout: float = 120.0, poll_s: float = 0.5,
-                     quiet_s: float = 1.0, settle_cap_s: float = 10.0,
-                     loading_grace_s: float = 30.0) -> ReadyReport:
+def wait_until_ready(
+    client: Any,
+    task: Task,
+    *,
+    timeout: float = 120.0,
+    poll_s: float = 0.5,
+    quiet_s: float = 1.0,
+    settle_cap_s: float = 10.0,
+    loading_grace_s: float = 30.0,
+) -> ReadyReport:
     """Wait until the task's app accepts input and shows its content (see the module
     docstring); raise :class:`AppNotReady` naming what was missing after ``timeout`` seconds."""
     expected = expected_app(task)
@@ -184,8 +207,9 @@ def wait_until_ready(client: Any, task: Task, *, timeout: float = 120.0, poll_s:
         # Chrome's page probe runs beside the window's (both only read; its answer is used only
         # when the window is ready): 0.47 s for both, not 0.68 s. LibreOffice's would not gain:
         # both wait for its one main loop (the two took 1.7 s side by side, 1.3 s in a row)
-        pages_asked = _PROBES.submit(page_state, client, expected.cdp_ports) \
-            if page_checked else None
+        pages_asked = (
+            _PROBES.submit(page_state, client, expected.cdp_ports) if page_checked else None
+        )
         state = x_window_state(client)
         report.last = state
         problem = window_problem(expected, state)
@@ -194,8 +218,10 @@ def wait_until_ready(client: Any, task: Task, *, timeout: float = 120.0, poll_s:
             office = office_state(client, expected.title)
             report.last = {**state, "office": office}
             if office.get("error"):  # no AT-SPI bindings or no system python3 in the desktop
-                logger.warning("cannot check LibreOffice's readiness: %s; waiting for its "
-                               "window alone", office["error"])
+                logger.warning(
+                    "cannot check LibreOffice's readiness: %s; waiting for its window alone",
+                    office["error"],
+                )
                 office_checked = False
             else:
                 problem = office_problem(office)
@@ -204,8 +230,9 @@ def wait_until_ready(client: Any, task: Task, *, timeout: float = 120.0, poll_s:
         if problem is None and page_checked and pages is not None:
             report.last = {**state, "pages": pages}
             if pages.get("error") and (pages.get("probe") or not expected.cdp_ports):
-                logger.warning("cannot check Chrome's pages: %s; waiting for its window "
-                               "alone", pages["error"])
+                logger.warning(
+                    "cannot check Chrome's pages: %s; waiting for its window alone", pages["error"]
+                )
                 page_checked, pages = False, None
             else:
                 loading_ok = time.monotonic() - start >= loading_grace_s
@@ -215,8 +242,9 @@ def wait_until_ready(client: Any, task: Task, *, timeout: float = 120.0, poll_s:
         if problem is None:
             break
         if time.monotonic() >= deadline:
-            raise AppNotReady(f"the task's app was not ready for input after {timeout:g} s: "
-                              f"{problem}")
+            raise AppNotReady(
+                f"the task's app was not ready for input after {timeout:g} s: {problem}"
+            )
         logger.debug("waiting for the app: %s", problem)
         time.sleep(poll_s)
     left = max(1.0, min(settle_cap_s, deadline - time.monotonic()))
@@ -226,5 +254,13 @@ def wait_until_ready(client: Any, task: Task, *, timeout: float = 120.0, poll_s:
     return report
 
 
-__all__ = ["AppExpectation", "AppNotReady", "ReadyReport", "expected_app", "office_problem",
-           "screen_problem", "wait_until_ready", "window_problem"]
+__all__ = [
+    "AppExpectation",
+    "AppNotReady",
+    "ReadyReport",
+    "expected_app",
+    "office_problem",
+    "screen_problem",
+    "wait_until_ready",
+    "window_problem",
+]

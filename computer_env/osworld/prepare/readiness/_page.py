@@ -14,10 +14,9 @@ from typing import Any
 
 from PIL import Image
 
+from computer_env.osworld.catalog.tasks import Task
 from computer_env.osworld.prepare.readiness._probes import CDP_PORT
 from computer_env.osworld.prepare.settle import Box, css_rgb, dominant_colour, is_blank, near
-from computer_env.osworld.catalog.tasks import Task
-
 
 
 def cdp_ports(task: Task) -> tuple[int, ...]:
@@ -68,8 +67,9 @@ def viewport_box(page: dict[str, Any]) -> Box:
     return (int(box[0] * dpr), int(box[1] * dpr), int(box[2] * dpr), int(box[3] * dpr))
 
 
-def page_screen_problem(img: Image.Image, window: Box | None, pointer: tuple[int, int] | None,
-                        pages: dict[str, Any]) -> str | None:
+def page_screen_problem(
+    img: Image.Image, window: Box | None, pointer: tuple[int, int] | None, pages: dict[str, Any]
+) -> str | None:
     """Why the screen ``img`` does not show the visible pages of ``pages`` whose viewport lies
     in ``window`` (all of them without it) yet; None: it does."""
     for page in pages.get("pages") or []:
@@ -83,8 +83,10 @@ def page_screen_problem(img: Image.Image, window: Box | None, pointer: tuple[int
             return f"page {_name(page)!r} has content but its viewport on screen is still blank"
         want, got = css_rgb(page.get("bg")), dominant_colour(img, box)
         if not page.get("content") and want and got and not near(want, got):
-            return (f"page {_name(page)!r}: its background {page['bg']} is not on screen yet "
-                    f"(the viewport shows rgb{got})")
+            return (
+                f"page {_name(page)!r}: its background {page['bg']} is not on screen yet "
+                f"(the viewport shows rgb{got})"
+            )
     return None
 
 

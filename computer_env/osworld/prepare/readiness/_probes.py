@@ -35,8 +35,18 @@ def page_state(client: Any, ports: tuple[int, ...]) -> dict[str, Any]:
     """Chrome's pages as its DevTools show them from inside the desktop (``ready_probe.py``,
     each page asked with ``page_ready.js``)."""
     args = [str(p) for p in dict.fromkeys((*ports, CDP_PORT))]
-    res = client.execute(["/usr/bin/python3", "-c", probe_source(), "page",
-                          "--js", guest_programs.read("page_ready.js"), *args], timeout=60)
+    res = client.execute(
+        [
+            "/usr/bin/python3",
+            "-c",
+            probe_source(),
+            "page",
+            "--js",
+            guest_programs.read("page_ready.js"),
+            *args,
+        ],
+        timeout=60,
+    )
     return probe_answer(res, "the page probe", probe=True)
 
 
@@ -63,5 +73,12 @@ def office_state(client: Any, title: str) -> dict[str, Any]:
     return probe_answer(res, "the accessibility probe")
 
 
-__all__ = ["CDP_PORT", "last_json", "office_state", "page_state", "probe_answer", "probe_source",
-           "x_window_state"]
+__all__ = [
+    "CDP_PORT",
+    "last_json",
+    "office_state",
+    "page_state",
+    "probe_answer",
+    "probe_source",
+    "x_window_state",
+]

@@ -31,10 +31,11 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from computer_env.errors import InfraError, SetupError, VMUnreachable
-from computer_env.osworld.guards.confine import asset_hosts
-from computer_env.osworld.context import TaskContext, substitute
 from computer_env.osworld.catalog.download import cache_path, cached_fetch, upstream_cache_name
+from computer_env.osworld.catalog.tasks import SetupStep
+from computer_env.osworld.context import TaskContext, substitute
 from computer_env.osworld.errors import SetupUnsupported, Unsupported
+from computer_env.osworld.guards.confine import asset_hosts
 from computer_env.osworld.prepare.setup._steps import (
     StepWait,
     apply_proxy,
@@ -49,7 +50,6 @@ from computer_env.osworld.prepare.setup._verdict import (
     target_missing,
     with_deadline,
 )
-from computer_env.osworld.catalog.tasks import SetupStep
 from computer_env.osworld.upstream.loader import (
     absent_dependencies,
     missing_reason,
@@ -102,7 +102,10 @@ def _is_connection_error(exc: BaseException) -> bool:
             return True
         name, module = type(cur).__name__, type(cur).__module__
         if module.startswith(("requests", "urllib3", "httpx")) and name in (
-            "ConnectionError", "ConnectTimeout", "ConnectError", "NewConnectionError",
+            "ConnectionError",
+            "ConnectTimeout",
+            "ConnectError",
+            "NewConnectionError",
             "MaxRetryError",
         ):
             return True
@@ -137,10 +140,16 @@ def upstream_setup_controller(ctx: TaskContext) -> Any:
     cls = upstream_setup_module().SetupController
     host, port = ctx.osworld_address
     ports = ctx.osworld_ports
-    return cls(vm_ip=host, server_port=port, chromium_port=ports.get("cdp", 9222),
-               vlc_port=ports.get("vlc", 8080), cache_dir=str(ctx.task_cache_dir),
-               client_password=ctx.vars.get("CLIENT_PASSWORD", "password"),
-               screen_width=ctx.screen[0], screen_height=ctx.screen[1])
+    return cls(
+        vm_ip=host,
+        server_port=port,
+        chromium_port=ports.get("cdp", 9222),
+        vlc_port=ports.get("vlc", 8080),
+        cache_dir=str(ctx.task_cache_dir),
+        client_password=ctx.vars.get("CLIENT_PASSWORD", "password"),
+        screen_width=ctx.screen[0],
+        screen_height=ctx.screen[1],
+    )
 
 
 def seed_downloads(ctx: TaskContext, step: SetupStep) -> None:
@@ -177,13 +186,16 @@ def wait_for_app_window(ctx: TaskContext, wait: StepWait) -> str | None:
         if any(want in cls for cls in window_classes(res.output or "") for want in wait.classes):
             return None
         if time.monotonic() >= deadline:
-            return (f"no window of class {list(wait.classes)} appeared within "
-                    f"{wait.seconds:g} s ({wait.reason})")
+            return (
+                f"no window of class {list(wait.classes)} appeared within "
+                f"{wait.seconds:g} s ({wait.reason})"
+            )
         time.sleep(POLL_S)
 
 
-def _run_step(controller: Any, ctx: TaskContext, step: SetupStep,
-              wait: StepWait | None = None) -> str | None:
+def _run_step(
+    controller: Any, ctx: TaskContext, step: SetupStep, wait: StepWait | None = None
+) -> str | None:
     """Run one (checked: :func:`check_steps`) step, waiting as ``wait`` says; what went wrong,
     or None."""
     if step.type == "download":
@@ -201,8 +213,9 @@ def _run_step(controller: Any, ctx: TaskContext, step: SetupStep,
     while True:
         mark = gateway.journal.mark()
         try:
-            with_deadline(lambda: method(**step.parameters), step_deadline(step), gateway,
-                          step.type)
+            with_deadline(
+                lambda: method(**step.parameters), step_deadline(step), gateway, step.type
+            )
         except Exception:
             if not _again(step, gateway.journal.since(mark), deadline):
                 raise
@@ -218,8 +231,7 @@ def _run_step(controller: Any, ctx: TaskContext, step: SetupStep,
 
 
 def _again(step: SetupStep, exchanges: list[Any], deadline: float | None) -> bool:
-    return (deadline is not None and time.monotonic() < deadline
-            and target_missing(step, exchanges))
+    return deadline is not None and time.monotonic() < deadline and target_missing(step, exchanges)
 
 
 def run_setup_in_process(
@@ -264,22 +276,41 @@ def run_setup_in_process(
             raise
         except Exception as exc:  # noqa: BLE001 - every failure is mapped to an infra error
             if _is_connection_error(exc) or not _alive(ctx):
-                raise VMUnreachable(f"{phase} step {index} ({step.type}): desktop unreachable: "
-                                    f"{exc}") from exc
+                raise VMUnreachable(
+                    f"{phase} step {index} ({step.type}): desktop unreachable: {exc}"
+                ) from exc
             kind = "infra" if isinstance(exc, InfraError) else type(exc).__name__
-            raise SetupError(f"{phase} step {index} ({step.type}) failed: {kind}: {exc}",
-                             detail=repr(params)[:500]) from exc
+            raise SetupError(
+                f"{phase} step {index} ({step.type}) failed: {kind}: {exc}",
+                detail=repr(params)[:500],
+            ) from exc
         if problem is not None:
             if strict:
-                raise SetupError(f"{phase} step {index} ({step.type}) failed: {problem}",
-                                 detail=repr(params)[:500])
-            logger.info("%s step %d (%s): %s (kept going, as OSWorld)", phase, index,
-                        step.type, problem)
-        report.steps.append(StepTiming(index=index, type=step.type, problem=problem,
-                                       seconds=round(time.monotonic() - t0, 3)))
+                raise SetupError(
+                    f"{phase} step {index} ({step.type}) failed: {problem}",
+                    detail=repr(params)[:500],
+                )
+            logger.info(
+                "%s step %d (%s): %s (kept going, as OSWorld)", phase, index, step.type, problem
+            )
+        report.steps.append(
+            StepTiming(
+                index=index,
+                type=step.type,
+                problem=problem,
+                seconds=round(time.monotonic() - t0, 3),
+            )
+        )
     report.total_s = round(time.monotonic() - t_all, 3)
     return report
 
 
-__all__ = ["SetupReport", "StepTiming", "UNSUPPORTED_STEPS", "check_steps",
-           "run_setup_in_process", "seed_downloads", "upstream_setup_controller"]
+__all__ = [
+    "SetupReport",
+    "StepTiming",
+    "UNSUPPORTED_STEPS",
+    "check_steps",
+    "run_setup_in_process",
+    "seed_downloads",
+    "upstream_setup_controller",
+]

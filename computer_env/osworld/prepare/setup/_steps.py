@@ -13,14 +13,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from computer_env.osworld.guards.confine import asset_hosts, check_download_url, confined
-from computer_env.osworld.context import TaskContext
 from computer_env.osworld.catalog.tasks import SetupStep
+from computer_env.osworld.context import TaskContext
+from computer_env.osworld.guards.confine import asset_hosts, check_download_url, confined
 
 logger = logging.getLogger(__name__)
 
-CHROME_NAMES = frozenset({"google-chrome", "google-chrome-stable", "chromium", "chromium-browser",
-                          "chrome"})
+CHROME_NAMES = frozenset(
+    {"google-chrome", "google-chrome-stable", "chromium", "chromium-browser", "chrome"}
+)
 
 
 def is_host_local_url(ctx: TaskContext, url: str) -> bool:
@@ -53,9 +54,16 @@ def _split_if_needed(command: str | list[str], shell: bool) -> str | list[str]:
 
 # ------------------------------------------------------------------------------------ proxy
 
+
 def _proxy_env(proxy: str) -> dict[str, str]:
-    return {"http_proxy": proxy, "https_proxy": proxy, "HTTP_PROXY": proxy, "HTTPS_PROXY": proxy,
-            "no_proxy": "localhost,127.0.0.1,::1", "NO_PROXY": "localhost,127.0.0.1,::1"}
+    return {
+        "http_proxy": proxy,
+        "https_proxy": proxy,
+        "HTTP_PROXY": proxy,
+        "HTTPS_PROXY": proxy,
+        "no_proxy": "localhost,127.0.0.1,::1",
+        "NO_PROXY": "localhost,127.0.0.1,::1",
+    }
 
 
 def _with_env(command: str | list[str], shell: bool, env: dict[str, str]) -> str | list[str]:
@@ -104,14 +112,26 @@ just before is up by the time the agent looks. Here the step is repeated (or the
 polled) until it is there, at most this long."""
 
 GUI_PROGRAMS: dict[str, tuple[str, ...]] = {
-    "google-chrome": ("google-chrome", "chromium"), "google-chrome-stable": ("google-chrome",
-                                                                              "chromium"),
-    "chromium": ("chromium",), "chromium-browser": ("chromium",), "chrome": ("chromium",),
-    "libreoffice": ("libreoffice", "soffice"), "soffice": ("libreoffice", "soffice"),
-    "localc": ("libreoffice",), "lowriter": ("libreoffice",), "loimpress": ("libreoffice",),
-    "code": ("code",), "thunderbird": ("thunderbird",), "gimp": ("gimp",), "vlc": ("vlc",),
-    "nautilus": ("nautilus",), "gnome-terminal": ("gnome-terminal",), "xterm": ("xterm",),
-    "gedit": ("gedit",), "mousepad": ("mousepad",), "totem": ("totem",),
+    "google-chrome": ("google-chrome", "chromium"),
+    "google-chrome-stable": ("google-chrome", "chromium"),
+    "chromium": ("chromium",),
+    "chromium-browser": ("chromium",),
+    "chrome": ("chromium",),
+    "libreoffice": ("libreoffice", "soffice"),
+    "soffice": ("libreoffice", "soffice"),
+    "localc": ("libreoffice",),
+    "lowriter": ("libreoffice",),
+    "loimpress": ("libreoffice",),
+    "code": ("code",),
+    "thunderbird": ("thunderbird",),
+    "gimp": ("gimp",),
+    "vlc": ("vlc",),
+    "nautilus": ("nautilus",),
+    "gnome-terminal": ("gnome-terminal",),
+    "xterm": ("xterm",),
+    "gedit": ("gedit",),
+    "mousepad": ("mousepad",),
+    "totem": ("totem",),
 }
 """Programs a ``launch`` step starts that open a window: the WM_CLASS words of that window."""
 
@@ -121,8 +141,10 @@ BACKGROUND_PROGRAMS = frozenset({"socat", "sleep", "sh", "bash", "python", "pyth
 STARTERS = frozenset({"launch", "open", "execute", "command", "chrome_open_tabs"})
 """Step types that may start something (a program, a window) a later step depends on."""
 
-_SELF_WAITING = {"open": "the earlier open step waited for its window",
-                 "chrome_open_tabs": "the earlier chrome_open_tabs step waited for Chrome"}
+_SELF_WAITING = {
+    "open": "the earlier open step waited for its window",
+    "chrome_open_tabs": "the earlier chrome_open_tabs step waited for Chrome",
+}
 
 
 @dataclass(frozen=True)
@@ -168,28 +190,49 @@ def step_wait(steps: Sequence[Any], index: int) -> StepWait | None:
     if not any(e.type in STARTERS for e in earlier):
         return None
     if step.type in ("activate_window", "close_window"):
-        return StepWait("retry", f"{step.type} is repeated until its window is there",
-                        seconds=START_GRACE_S)
+        return StepWait(
+            "retry", f"{step.type} is repeated until its window is there", seconds=START_GRACE_S
+        )
     if step.type == "open":
-        return StepWait("retry", "open is repeated until its file is there (the server then "
-                                 "waits for its window)", seconds=START_GRACE_S)
+        return StepWait(
+            "retry",
+            "open is repeated until its file is there (the server then waits for its window)",
+            seconds=START_GRACE_S,
+        )
     if not sends_input(step):
         return None
     for prior in reversed(earlier):
         if prior.type in _SELF_WAITING:
             return StepWait("earlier", _SELF_WAITING[prior.type])
         if prior.type == "launch" and (program := launched_program(prior)) in GUI_PROGRAMS:
-            return StepWait("app", f"input waits for {program}'s window",
-                            classes=GUI_PROGRAMS[program], seconds=START_GRACE_S)
+            return StepWait(
+                "app",
+                f"input waits for {program}'s window",
+                classes=GUI_PROGRAMS[program],
+                seconds=START_GRACE_S,
+            )
     return None
 
 
 def window_classes(listing: str) -> list[str]:
     """The WM_CLASS column of ``wmctrl -lx`` output, lower-cased."""
-    return [parts[2].lower() for line in listing.splitlines()
-            if len(parts := line.split(None, 4)) >= 3]
+    return [
+        parts[2].lower() for line in listing.splitlines() if len(parts := line.split(None, 4)) >= 3
+    ]
 
 
-__all__ = ["BACKGROUND_PROGRAMS", "CHROME_NAMES", "GUI_PROGRAMS", "START_GRACE_S", "STARTERS",
-           "StepWait", "apply_proxy", "confine_step", "is_host_local_url", "launched_program",
-           "sends_input", "step_wait", "window_classes"]
+__all__ = [
+    "BACKGROUND_PROGRAMS",
+    "CHROME_NAMES",
+    "GUI_PROGRAMS",
+    "START_GRACE_S",
+    "STARTERS",
+    "StepWait",
+    "apply_proxy",
+    "confine_step",
+    "is_host_local_url",
+    "launched_program",
+    "sends_input",
+    "step_wait",
+    "window_classes",
+]

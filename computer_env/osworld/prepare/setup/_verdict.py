@@ -8,22 +8,32 @@ from typing import Any
 
 from computer_env.desktop.gateway import Exchange
 from computer_env.errors import SetupError, VMUnreachable
-from computer_env.osworld.errors import SetupUnsupported
 from computer_env.osworld.catalog.tasks import SetupStep
+from computer_env.osworld.errors import SetupUnsupported
 from computer_env.osworld.upstream.loader import MissingDependency
 
 STEP_TIMEOUT_S = 900.0
 UNTIL_TIMEOUT_S = 180.0
-_ROUTES = {"execute": "/setup/execute", "command": "/setup/execute",
-           "launch": "/setup/launch", "activate_window": "/setup/activate_window",
-           "close_window": "/setup/close_window", "change_wallpaper": "/setup/change_wallpaper"}
+_ROUTES = {
+    "execute": "/setup/execute",
+    "command": "/setup/execute",
+    "launch": "/setup/launch",
+    "activate_window": "/setup/activate_window",
+    "close_window": "/setup/close_window",
+    "change_wallpaper": "/setup/change_wallpaper",
+}
 """The server route each checked step type calls."""
 
 
 def _until_met(until: dict[str, Any], resp: dict[str, Any]) -> bool:
-    return ("returncode" in until and resp.get("returncode") == until["returncode"]
-            or "stdout" in until and until["stdout"] in (resp.get("output") or "")
-            or "stderr" in until and until["stderr"] in (resp.get("error") or ""))
+    return (
+        "returncode" in until
+        and resp.get("returncode") == until["returncode"]
+        or "stdout" in until
+        and until["stdout"] in (resp.get("output") or "")
+        or "stderr" in until
+        and until["stderr"] in (resp.get("error") or "")
+    )
 
 
 def step_problem(step: SetupStep, exchanges: list[Exchange]) -> str | None:
@@ -31,8 +41,10 @@ def step_problem(step: SetupStep, exchanges: list[Exchange]) -> str | None:
     None when it went right."""
     for ex in exchanges:
         if ex.status == 502:
-            raise VMUnreachable(f"the desktop server did not answer {ex.method} {ex.path}: "
-                                f"{(ex.response or {}).get('error', '')}")
+            raise VMUnreachable(
+                f"the desktop server did not answer {ex.method} {ex.path}: "
+                f"{(ex.response or {}).get('error', '')}"
+            )
     route = _ROUTES.get(step.type)
     if route is None:
         return None
@@ -49,9 +61,14 @@ def step_problem(step: SetupStep, exchanges: list[Exchange]) -> str | None:
         resp = last.response or {}
         until = step.parameters.get("until") or {}
         if until:
-            return None if _until_met(until, resp) else (
-                f"the command never satisfied {until} ({len(mine)} tries; last exit "
-                f"{resp.get('returncode')})")
+            return (
+                None
+                if _until_met(until, resp)
+                else (
+                    f"the command never satisfied {until} ({len(mine)} tries; last exit "
+                    f"{resp.get('returncode')})"
+                )
+            )
         if resp.get("returncode") not in (0, None):
             err = (resp.get("error") or resp.get("output") or "").strip()
             return f"the command exited {resp.get('returncode')}: {err[-300:]}"
@@ -102,8 +119,10 @@ def with_deadline(call: Any, seconds: float, gateway: Any, what: str) -> Any:
             worker.join(60.0)
         finally:
             gateway.refusing = False
-        raise SetupError(f"setup step {what!r} did not finish within {seconds:g} s "
-                         "(OSWorld's controller kept waiting for its condition)")
+        raise SetupError(
+            f"setup step {what!r} did not finish within {seconds:g} s "
+            "(OSWorld's controller kept waiting for its condition)"
+        )
     if "error" in box:
         if isinstance(box["error"], MissingDependency):
             raise SetupUnsupported(what, str(box["error"])) from box["error"]
@@ -111,5 +130,11 @@ def with_deadline(call: Any, seconds: float, gateway: Any, what: str) -> Any:
     return box.get("value")
 
 
-__all__ = ["STEP_TIMEOUT_S", "UNTIL_TIMEOUT_S", "step_deadline", "step_problem", "target_missing",
-           "with_deadline"]
+__all__ = [
+    "STEP_TIMEOUT_S",
+    "UNTIL_TIMEOUT_S",
+    "step_deadline",
+    "step_problem",
+    "target_missing",
+    "with_deadline",
+]

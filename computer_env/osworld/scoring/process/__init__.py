@@ -59,8 +59,22 @@ from computer_env.osworld.scoring.process._limits import (
 )
 
 __all__ = [
-    "EvaluatorAborted", "HOST_SHARE", "MEMORY_CAP_ENV", "MEMORY_CAP_MIB", "MIN_CAP_MIB",
-    "RSS_LIMIT_MIB", "SETUP_TIMEOUT_S", "ScorerFailed", "ScoringProcess", "TASKS_PER_PROCESS",
-    "TIMEOUT_S", "close_scoring_process", "ensure_supported", "evaluate", "explain_files",
-    "memory_cap", "run_setup", "scoring_process",
+    "EvaluatorAborted",
+    "HOST_SHARE",
+    "MEMORY_CAP_ENV",
+    "MEMORY_CAP_MIB",
+    "MIN_CAP_MIB",
+    "RSS_LIMIT_MIB",
+    "SETUP_TIMEOUT_S",
+    "ScorerFailed",
+    "ScoringProcess",
+    "TASKS_PER_PROCESS",
+    "TIMEOUT_S",
+    "close_scoring_process",
+    "ensure_supported",
+    "evaluate",
+    "explain_files",
+    "memory_cap",
+    "run_setup",
+    "scoring_process",
 ]

@@ -76,8 +76,14 @@ def _gateway_handle(handle: DesktopHandle) -> DesktopHandle:
 
 
 def _client(spec: ContextSpec) -> DesktopClient:
-    key = (spec.work_id, spec.handle.url, spec.handle.token, spec.client_timeout,
-           spec.client_retries, spec.client_backoff)
+    key = (
+        spec.work_id,
+        spec.handle.url,
+        spec.handle.token,
+        spec.client_timeout,
+        spec.client_retries,
+        spec.client_backoff,
+    )
     if _kept.client is None or _kept.client[0] != key:
         if _kept.client is not None:
             _kept.client[1].close()
@@ -100,7 +106,8 @@ def evaluate_job(task: Task, spec: ContextSpec) -> dict[str, Any]:
         return EvaluatorOutOfMemory(
             f"the evaluation of {task.case_id} {why}{where}; its result getters read: "
             f"{_reads(task)} (what the agent left inflates past any task's need, e.g. a "
-            "decompression bomb)")
+            "decompression bomb)"
+        )
 
     try:
         result = evaluate_in_process(task, _context(spec), metric_limit=cpu_budget)
@@ -112,8 +119,9 @@ def evaluate_job(task: Task, spec: ContextSpec) -> dict[str, Any]:
         raise out_of_memory(why, where) from exc
     release()
     if (why := overrun()) is not None:  # a reader swallowed it: its score is no score
-        raise out_of_memory(why, f" (its metrics answered {result.score:g} regardless: "
-                            f"{result.reason[:200]})")
+        raise out_of_memory(
+            why, f" (its metrics answered {result.score:g} regardless: {result.reason[:200]})"
+        )
     return result.model_dump(mode="json")
 
 
@@ -133,8 +141,9 @@ def warm_job() -> None:
     upstream_setup_module()
 
 
-def setup_job(steps: list[Any], spec: ContextSpec, phase: str, strict: bool | None
-              ) -> dict[str, Any]:
+def setup_job(
+    steps: list[Any], spec: ContextSpec, phase: str, strict: bool | None
+) -> dict[str, Any]:
     from computer_env.osworld.prepare.setup import run_setup_in_process
 
     report = run_setup_in_process(steps, _context(spec), phase=phase, strict=strict)

@@ -53,8 +53,14 @@ RSS_LIMIT_MIB = 1500.0
 class ScoringProcess:
     """One worker's scoring process (started on first use)."""
 
-    def __init__(self, *, timeout: float = TIMEOUT_S, tasks_per_process: int = TASKS_PER_PROCESS,
-                 rss_limit_mib: float = RSS_LIMIT_MIB, memory_cap_mib: int | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        timeout: float = TIMEOUT_S,
+        tasks_per_process: int = TASKS_PER_PROCESS,
+        rss_limit_mib: float = RSS_LIMIT_MIB,
+        memory_cap_mib: int | None = None,
+    ) -> None:
         self.timeout = timeout
         self.memory_cap_mib = memory_cap(memory_cap_mib)
         """The scoring process's memory cap in MiB (0: none; see :func:`memory_cap`)."""
@@ -75,9 +81,12 @@ class ScoringProcess:
     def _start(self) -> tuple[BaseProcess, multiprocessing.connection.Connection]:
         mp = multiprocessing.get_context("spawn")
         mine, theirs = mp.Pipe()
-        process = mp.Process(target=run_named,
-                             args=(f"{_CHILD}:serve", theirs, os.getpid(), self.memory_cap_mib),
-                             daemon=True, name="osworld-scorer")
+        process = mp.Process(
+            target=run_named,
+            args=(f"{_CHILD}:serve", theirs, os.getpid(), self.memory_cap_mib),
+            daemon=True,
+            name="osworld-scorer",
+        )
         process.start()
         theirs.close()
         self._process, self._conn, self._jobs = process, mine, 0
@@ -105,16 +114,27 @@ class ScoringProcess:
             self._generation += 1
             self._stop()
 
-    def call(self, target: str, what: str, *args: Any, timeout: float | None = None,
-             reads_agent_state: bool = False, warm_up: bool = False, **kwargs: Any) -> Any:
+    def call(
+        self,
+        target: str,
+        what: str,
+        *args: Any,
+        timeout: float | None = None,
+        reads_agent_state: bool = False,
+        warm_up: bool = False,
+        **kwargs: Any,
+    ) -> Any:
         """``target(*args, **kwargs)`` (``"module:function"``; arguments and value plain data or
         the project's own types) in the scoring process, for ``what`` (named in errors), within
         ``timeout`` seconds (default: the client's): its value, or its exception raised here.
         ``warm_up``: a job that does not count toward :attr:`tasks_per_process`."""
         timeout = self.timeout if timeout is None else timeout
         with self._lock:
-            process, conn = (self._process, self._conn) if self._process is not None \
-                and self._conn is not None and self._process.is_alive() else self._start()
+            process, conn = (
+                (self._process, self._conn)
+                if self._process is not None and self._conn is not None and self._process.is_alive()
+                else self._start()
+            )
             try:
                 cpu0, t0 = cpu_seconds(process.pid or 0), time.monotonic()
                 conn.send((target, logging.getLogger().getEffectiveLevel(), args, kwargs))
@@ -123,9 +143,12 @@ class ScoringProcess:
                     if reads_agent_state and busy >= CPU_BOUND_SHARE * (time.monotonic() - t0):
                         raise EvaluatorTimedOut(
                             f"{what} computed for {timeout:g} s on the state the agent left "
-                            f"({busy:.0f} s of CPU: not waiting for the desktop) and was stopped")
-                    raise ScorerFailed(f"{what} did not finish within {timeout:g} s (the "
-                                       f"scoring process, pid {process.pid}, was stopped)")
+                            f"({busy:.0f} s of CPU: not waiting for the desktop) and was stopped"
+                        )
+                    raise ScorerFailed(
+                        f"{what} did not finish within {timeout:g} s (the "
+                        f"scoring process, pid {process.pid}, was stopped)"
+                    )
                 try:
                     kind, value, records, self.rss_mib, overrun = conn.recv()
                 except (EOFError, OSError) as exc:
@@ -135,8 +158,7 @@ class ScoringProcess:
                 self._stop(kill=True)
                 raise
             self._jobs += 0 if warm_up else 1  # a warm-up leaves nothing behind
-            if overrun or self._jobs >= self.tasks_per_process \
-                    or self.rss_mib > self.rss_limit_mib:
+            if overrun or self._jobs >= self.tasks_per_process or self.rss_mib > self.rss_limit_mib:
                 self._stop()  # past its cap its heap is spent: the next job gets another one
                 self.warm()  # ... started and importing OSWorld's code from now on
         replay_logs(records)
@@ -145,8 +167,9 @@ class ScoringProcess:
             assert isinstance(value, RemoteError)
             error = rebuild(value)
         if overrun and not isinstance(error, EvaluatorOutOfMemory):
-            raise ScorerFailed(f"the scoring process (pid {process.pid}) {overrun} during "
-                               f"{what} (it was replaced)") from error
+            raise ScorerFailed(
+                f"the scoring process (pid {process.pid}) {overrun} during {what} (it was replaced)"
+            ) from error
         if error is not None:
             raise error
         return value
@@ -154,8 +177,9 @@ class ScoringProcess:
     def warm(self) -> None:
         """Start the scoring process and import OSWorld's code there in the background (~1.5 s
         a job would wait for otherwise); the next job waits for that to end."""
-        threading.Thread(target=self._warm, args=(self._generation,), daemon=True,
-                         name="scorer-warm").start()
+        threading.Thread(
+            target=self._warm, args=(self._generation,), daemon=True, name="scorer-warm"
+        ).start()
 
     def _warm(self, generation: int) -> None:
         with self._lock:
@@ -171,37 +195,71 @@ class ScoringProcess:
         process."""
         if ctx.task_id is None:
             ctx.task_id = task.id
-        data = self.call(f"{_CHILD}:evaluate_job", f"the evaluation of {task.case_id}", task,
-                         ContextSpec.of(ctx), reads_agent_state=True)
+        data = self.call(
+            f"{_CHILD}:evaluate_job",
+            f"the evaluation of {task.case_id}",
+            task,
+            ContextSpec.of(ctx),
+            reads_agent_state=True,
+        )
         return EvalResult.model_validate(data)
 
     def ensure_supported(self, task: Task, ctx: TaskContext | None = None) -> None:
         """:func:`~computer_env.osworld.scoring.in_process.ensure_supported_in_process` in the
         scoring process (without ``ctx``: what needs no desktop, which imports the task's
         getters and metrics there; a caller may run it while the desktop is being reset)."""
-        self.call(f"{_CHILD}:supported_job", f"the support check of {task.case_id}", task,
-                  ContextSpec.of(ctx) if ctx is not None else None)
+        self.call(
+            f"{_CHILD}:supported_job",
+            f"the support check of {task.case_id}",
+            task,
+            ContextSpec.of(ctx) if ctx is not None else None,
+        )
 
-    def run_setup(self, steps: Sequence[SetupStep | dict[str, Any]], ctx: TaskContext, *,
-                  phase: str = "config", strict: bool | None = None) -> SetupReport:
+    def run_setup(
+        self,
+        steps: Sequence[SetupStep | dict[str, Any]],
+        ctx: TaskContext,
+        *,
+        phase: str = "config",
+        strict: bool | None = None,
+    ) -> SetupReport:
         """:func:`~computer_env.osworld.prepare.setup.run_setup_in_process` in the scoring
         process."""
-        data = self.call(f"{_CHILD}:setup_job", f"the {phase} setup of {ctx.task_id}",
-                         list(steps), ContextSpec.of(ctx), phase, strict,
-                         timeout=SETUP_TIMEOUT_S)
+        data = self.call(
+            f"{_CHILD}:setup_job",
+            f"the {phase} setup of {ctx.task_id}",
+            list(steps),
+            ContextSpec.of(ctx),
+            phase,
+            strict,
+            timeout=SETUP_TIMEOUT_S,
+        )
         return SetupReport.model_validate(data)
 
-    def explain_files(self, result: Path | str, expected: Path | str, *, func: str = "",
-                      options: dict[str, Any] | None = None) -> list[str]:
+    def explain_files(
+        self,
+        result: Path | str,
+        expected: Path | str,
+        *,
+        func: str = "",
+        options: dict[str, Any] | None = None,
+    ) -> list[str]:
         """:func:`computer_env.osworld.scoring.explain.explain_files` in the scoring process (its
         readers of spreadsheets and documents stay out of the worker); never raises."""
         try:
-            lines = self.call("computer_env.osworld.scoring.explain:explain_files",
-                              f"explaining {Path(result).name}", Path(result), Path(expected),
-                              func=func, options=options)
+            lines = self.call(
+                "computer_env.osworld.scoring.explain:explain_files",
+                f"explaining {Path(result).name}",
+                Path(result),
+                Path(expected),
+                func=func,
+                options=options,
+            )
         except Exception as exc:  # noqa: BLE001 - an explanation must never break scoring
-            return [f"could not compare {Path(result).name} with {Path(expected).name}: "
-                    f"{type(exc).__name__}: {exc}"]
+            return [
+                f"could not compare {Path(result).name} with {Path(expected).name}: "
+                f"{type(exc).__name__}: {exc}"
+            ]
         return list(lines)
 
 
@@ -237,18 +295,39 @@ def ensure_supported(task: Task, ctx: TaskContext | None = None) -> None:
     scoring_process().ensure_supported(task, ctx)
 
 
-def run_setup(steps: Sequence[SetupStep | dict[str, Any]], ctx: TaskContext, *,
-              phase: str = "config", strict: bool | None = None) -> SetupReport:
+def run_setup(
+    steps: Sequence[SetupStep | dict[str, Any]],
+    ctx: TaskContext,
+    *,
+    phase: str = "config",
+    strict: bool | None = None,
+) -> SetupReport:
     """Run a task's setup steps with OSWorld's ``SetupController``, in the scoring process."""
     return scoring_process().run_setup(steps, ctx, phase=phase, strict=strict)
 
 
-def explain_files(result: Path | str, expected: Path | str, *, func: str = "",
-                  options: dict[str, Any] | None = None) -> list[str]:
+def explain_files(
+    result: Path | str,
+    expected: Path | str,
+    *,
+    func: str = "",
+    options: dict[str, Any] | None = None,
+) -> list[str]:
     """Where ``result`` differs from ``expected``, worked out in the scoring process."""
     return scoring_process().explain_files(result, expected, func=func, options=options)
 
 
-__all__ = ["CPU_BOUND_SHARE", "RSS_LIMIT_MIB", "SETUP_TIMEOUT_S", "ScoringProcess",
-           "TASKS_PER_PROCESS", "TIMEOUT_S", "close_scoring_process", "ensure_supported",
-           "evaluate", "explain_files", "run_setup", "scoring_process"]
+__all__ = [
+    "CPU_BOUND_SHARE",
+    "RSS_LIMIT_MIB",
+    "SETUP_TIMEOUT_S",
+    "ScoringProcess",
+    "TASKS_PER_PROCESS",
+    "TIMEOUT_S",
+    "close_scoring_process",
+    "ensure_supported",
+    "evaluate",
+    "explain_files",
+    "run_setup",
+    "scoring_process",
+]

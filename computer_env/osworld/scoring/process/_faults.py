@@ -33,8 +33,7 @@ class EvaluatorAborted(ScorerFailed):
         self.signal_name = signal_name
 
 
-C_FAULTS = frozenset({signal.SIGABRT, signal.SIGSEGV, signal.SIGBUS, signal.SIGILL,
-                      signal.SIGFPE})
+C_FAULTS = frozenset({signal.SIGABRT, signal.SIGSEGV, signal.SIGBUS, signal.SIGILL, signal.SIGFPE})
 """Deaths of the scoring process that are a reader's fault in C."""
 
 
@@ -65,8 +64,10 @@ def died(process: BaseProcess, what: str, reads_agent_state: bool) -> Exception:
     how = f"the scoring process (pid {process.pid}) {death(process)} during {what}"
     code = -(process.exitcode or 0)
     if reads_agent_state and code == signal.SIGXCPU:
-        return EvaluatorTimedOut(f"{how}: a metric ran past its CPU budget on a result far "
-                                 "larger than the task's expected file (it was stopped)")
+        return EvaluatorTimedOut(
+            f"{how}: a metric ran past its CPU budget on a result far "
+            "larger than the task's expected file (it was stopped)"
+        )
     if reads_agent_state and code in C_FAULTS:
         return EvaluatorAborted(how, signal_name=signal.Signals(code).name)
     return ScorerFailed(how)

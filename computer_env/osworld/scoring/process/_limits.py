@@ -63,8 +63,9 @@ def memory_cap(value: int | None = None) -> int:
         except ValueError:
             value = -1
         if value < 0:
-            raise ConfigurationError(f"${MEMORY_CAP_ENV}: {text!r} is not a number of MiB "
-                                     "(0: no cap)")
+            raise ConfigurationError(
+                f"${MEMORY_CAP_ENV}: {text!r} is not a number of MiB (0: no cap)"
+            )
     if value is not None:
         return value
     total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") >> 20
@@ -128,8 +129,9 @@ def start_job() -> None:
         pass
     if _memory.cap_mib and _memory.reserve is None:
         try:
-            _memory.reserve = mmap.mmap(-1, RESERVE_MIB << 20,
-                                        flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+            _memory.reserve = mmap.mmap(
+                -1, RESERVE_MIB << 20, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS
+            )
         except (MemoryError, OSError):
             _memory.reserve = None
 
@@ -228,9 +230,14 @@ def cpu_budget(result: Any, expected: Any) -> Iterator[float | None]:
     limit = int(_cpu_used() + budget) + 1
     if hard != resource.RLIM_INFINITY:
         limit = min(limit, hard)
-    log.warning("the result (%s bytes) is over %g times the expected file (%s bytes): the "
-                "metric gets %.0f s of CPU", file_bytes(result), RESULT_FACTOR,
-                file_bytes(expected), budget)
+    log.warning(
+        "the result (%s bytes) is over %g times the expected file (%s bytes): the "
+        "metric gets %.0f s of CPU",
+        file_bytes(result),
+        RESULT_FACTOR,
+        file_bytes(expected),
+        budget,
+    )
     resource.setrlimit(resource.RLIMIT_CPU, (limit, hard))
     try:
         yield budget
@@ -238,7 +245,26 @@ def cpu_budget(result: Any, expected: Any) -> Iterator[float | None]:
         resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
 
 
-__all__ = ["BASE_S", "HOST_SHARE", "MEMORY_CAP_ENV", "MEMORY_CAP_MIB", "MIN_CAP_MIB",
-           "MIN_RESULT_BYTES", "OVERRUN_SHARE", "PER_MIB_S", "RESERVE_MIB", "RESULT_FACTOR",
-           "budget_s", "cpu_budget", "enable_cpu_budget", "file_bytes", "limit_memory",
-           "memory_cap", "overrun", "release", "spend_reserve", "start_job", "status_kib"]
+__all__ = [
+    "BASE_S",
+    "HOST_SHARE",
+    "MEMORY_CAP_ENV",
+    "MEMORY_CAP_MIB",
+    "MIN_CAP_MIB",
+    "MIN_RESULT_BYTES",
+    "OVERRUN_SHARE",
+    "PER_MIB_S",
+    "RESERVE_MIB",
+    "RESULT_FACTOR",
+    "budget_s",
+    "cpu_budget",
+    "enable_cpu_budget",
+    "file_bytes",
+    "limit_memory",
+    "memory_cap",
+    "overrun",
+    "release",
+    "spend_reserve",
+    "start_job",
+    "status_kib",
+]

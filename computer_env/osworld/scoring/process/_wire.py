@@ -47,31 +47,51 @@ class ContextSpec:
     def of(cls, ctx: TaskContext) -> ContextSpec:
         client = ctx.client
         retry = getattr(client, "retry", None)
-        return cls(handle=ctx.handle, cache_dir=Path(ctx.cache_dir), vars=dict(ctx.vars),
-                   proxy=ctx.proxy, screen=tuple(ctx.screen),  # type: ignore[arg-type]
-                   action_history=list(ctx.action_history), task_id=ctx.task_id,
-                   work_id=ctx._work_id, client_timeout=float(getattr(client, "timeout", 30.0)),
-                   client_retries=max(0, int(getattr(retry, "attempts", 4)) - 1),
-                   client_backoff=float(getattr(retry, "backoff", 0.5)))
+        return cls(
+            handle=ctx.handle,
+            cache_dir=Path(ctx.cache_dir),
+            vars=dict(ctx.vars),
+            proxy=ctx.proxy,
+            screen=tuple(ctx.screen),  # type: ignore[arg-type]
+            action_history=list(ctx.action_history),
+            task_id=ctx.task_id,
+            work_id=ctx._work_id,
+            client_timeout=float(getattr(client, "timeout", 30.0)),
+            client_retries=max(0, int(getattr(retry, "attempts", 4)) - 1),
+            client_backoff=float(getattr(retry, "backoff", 0.5)),
+        )
 
     def client(self) -> DesktopClient:
         """A new client for the desktop, with the worker's client's settings."""
-        return DesktopClient.from_handle(self.handle, timeout=self.client_timeout,
-                                         retries=self.client_retries, backoff=self.client_backoff)
+        return DesktopClient.from_handle(
+            self.handle,
+            timeout=self.client_timeout,
+            retries=self.client_retries,
+            backoff=self.client_backoff,
+        )
 
-    def rebuild(self, handle: DesktopHandle | None = None, client: DesktopClient | None = None
-                ) -> TaskContext:
+    def rebuild(
+        self, handle: DesktopHandle | None = None, client: DesktopClient | None = None
+    ) -> TaskContext:
         """The context, on ``client`` (default: a new one) and ``handle`` (default: the
         worker's; e.g. the same desktop seen through this process's own gateway)."""
         handle = handle or self.handle
         client = client or self.client()
-        return TaskContext(client=client, handle=handle, cache_dir=self.cache_dir,
-                           vars=dict(self.vars), proxy=self.proxy, screen=self.screen,
-                           action_history=list(self.action_history), task_id=self.task_id,
-                           _work_id=self.work_id)
+        return TaskContext(
+            client=client,
+            handle=handle,
+            cache_dir=self.cache_dir,
+            vars=dict(self.vars),
+            proxy=self.proxy,
+            screen=self.screen,
+            action_history=list(self.action_history),
+            task_id=self.task_id,
+            _work_id=self.work_id,
+        )
 
 
 # -- exceptions -------------------------------------------------------------------------------
+
 
 def _plain(value: Any, depth: int = 0) -> Any:
     """``value`` when it is plain data (crosses without importing anything), else its repr."""
@@ -115,15 +135,24 @@ def describe(exc: BaseException, pid: int = 0) -> RemoteError:
     cur: BaseException | None = exc
     while cur is not None and id(cur) not in seen and len(chain) < MAX_CHAIN:
         seen.add(id(cur))
-        nxt, link = (cur.__cause__, "cause") if cur.__cause__ is not None else (
-            (None, None) if cur.__suppress_context__ else (cur.__context__, "context"))
+        nxt, link = (
+            (cur.__cause__, "cause")
+            if cur.__cause__ is not None
+            else ((None, None) if cur.__suppress_context__ else (cur.__context__, "context"))
+        )
         state = {k: _plain(v) for k, v in vars(cur).items()} if hasattr(cur, "__dict__") else {}
-        chain.append(ExcRecord(
-            module=type(cur).__module__, qualname=type(cur).__qualname__,
-            bases=[(c.__module__, c.__qualname__) for c in type(cur).__mro__[1:]],
-            args=tuple(_plain(a) for a in cur.args), state=state, text=str(cur),
-            link=link if nxt is not None else None,
-            suppress_context=cur.__suppress_context__))
+        chain.append(
+            ExcRecord(
+                module=type(cur).__module__,
+                qualname=type(cur).__qualname__,
+                bases=[(c.__module__, c.__qualname__) for c in type(cur).__mro__[1:]],
+                args=tuple(_plain(a) for a in cur.args),
+                state=state,
+                text=str(cur),
+                link=link if nxt is not None else None,
+                suppress_context=cur.__suppress_context__,
+            )
+        )
         cur = nxt
     text = "".join(traceback.format_exception(exc))
     return RemoteError(chain=chain, traceback=text, pid=pid)
@@ -161,10 +190,16 @@ def _class_for(rec: ExcRecord) -> type[BaseException]:
     key = (rec.module, rec.qualname, base)
     if key not in _STAND_INS:
         name = rec.qualname.rsplit(".", 1)[-1]
-        _STAND_INS[key] = type(name, (base,), {
-            "__module__": rec.module, "__qualname__": rec.qualname,
-            "__doc__": f"Stand-in for {rec.module}.{rec.qualname}, raised in the scoring "
-                       "process (its module is not loaded here)."})
+        _STAND_INS[key] = type(
+            name,
+            (base,),
+            {
+                "__module__": rec.module,
+                "__qualname__": rec.qualname,
+                "__doc__": f"Stand-in for {rec.module}.{rec.qualname}, raised in the scoring "
+                "process (its module is not loaded here).",
+            },
+        )
     return _STAND_INS[key]
 
 
@@ -197,6 +232,7 @@ def rebuild(err: RemoteError) -> BaseException:
 
 # -- log records ------------------------------------------------------------------------------
 
+
 class LogCapture(logging.Handler):
     """Collects this process's log records as plain data (to be logged again in the worker)."""
 
@@ -224,6 +260,7 @@ def replay_logs(records: list[dict[str, Any]]) -> None:
 
 # -- functions by name ------------------------------------------------------------------------
 
+
 def resolve(target: str) -> Any:
     """``"module:function"`` imported here."""
     module, _, name = target.partition(":")
@@ -236,5 +273,14 @@ def run_named(target: str, *args: Any) -> None:
     resolve(target)(*args)
 
 
-__all__ = ["ContextSpec", "ExcRecord", "LogCapture", "RemoteError", "describe", "rebuild",
-           "replay_logs", "resolve", "run_named"]
+__all__ = [
+    "ContextSpec",
+    "ExcRecord",
+    "LogCapture",
+    "RemoteError",
+    "describe",
+    "rebuild",
+    "replay_logs",
+    "resolve",
+    "run_named",
+]

@@ -22,8 +22,8 @@ import signal
 import sys
 import threading
 import time
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
@@ -49,8 +49,13 @@ def record(argv: list[str]) -> None:
     folder = os.environ.get("FAKE_VLLM_RECORD_DIR")
     if not folder:
         return
-    data = {"argv": argv, "pid": os.getpid(), "pgid": os.getpgid(0),
-            "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"), "time": time.time()}
+    data = {
+        "argv": argv,
+        "pid": os.getpid(),
+        "pgid": os.getpgid(0),
+        "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+        "time": time.time(),
+    }
     path = Path(folder) / f"launch-{os.getpid()}.json"
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(data))
@@ -71,15 +76,21 @@ def main(argv: list[str]) -> int:
     record(argv)
     print(f"fake vllm (test double): serve {args.model} on {args.host}:{args.port}", flush=True)
     if os.environ.get("FAKE_VLLM_MODE") == "exit":
-        print("fake vllm: simulated start failure (FAKE_VLLM_MODE=exit)", file=sys.stderr,
-              flush=True)
+        print(
+            "fake vllm: simulated start failure (FAKE_VLLM_MODE=exit)", file=sys.stderr, flush=True
+        )
         return 3
     budget = json.loads(args.limit_mm_per_prompt or "{}").get("image", 1)
     from holo_agent.reference import ReferenceEndpoint
 
-    endpoint = ReferenceEndpoint(builtin_solutions(), host=args.host, port=args.port,
-                                 model_name=args.model, image_budget=int(budget),
-                                 faults=os.environ.get("FAKE_VLLM_FAULTS") or None)
+    endpoint = ReferenceEndpoint(
+        builtin_solutions(),
+        host=args.host,
+        port=args.port,
+        model_name=args.model,
+        image_budget=int(budget),
+        faults=os.environ.get("FAKE_VLLM_FAULTS") or None,
+    )
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
