@@ -124,6 +124,19 @@ def launch() -> str | tuple[Response, int]:
     return f"{shown} launched successfully"
 
 
+def _script_file(text: str, suffix: str, prefix: str) -> str:
+    """``text`` in a new temporary file (its path). A full ``/tmp`` (the agent may fill it)
+    raises ``OSError`` and leaves no partial file behind to take the space that is left."""
+    with tempfile.NamedTemporaryFile("w", suffix=suffix, prefix=prefix, delete=False) as f:
+        try:
+            f.write(text)
+            f.flush()
+        except OSError:
+            os.unlink(f.name)
+            raise
+        return f.name
+
+
 @bp.post("/run_python")
 def run_python() -> Response | tuple[Response, int]:
     """OSWorld: run ``code`` as a script -> ``{status, message, need_more, output, error,
@@ -131,9 +144,7 @@ def run_python() -> Response | tuple[Response, int]:
     data = body()
     code = field_str(data, "code")
     timeout = field_number(data, "timeout", 30.0, low=0.1, high=3600)
-    with tempfile.NamedTemporaryFile("w", suffix=".py", prefix="run_python_", delete=False) as f:
-        f.write(code or "")
-        script = f.name
+    script = _script_file(code or "", ".py", "run_python_")
     try:
         result = state().procs.run([sys.executable, script], timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -193,9 +204,7 @@ def run_bash_script() -> Any:
             return _bash_answer("error", f"Working directory does not exist: {cwd}", -1, 400)
     if not script.startswith("#!"):
         script = "#!/bin/bash\n\n" + script
-    with tempfile.NamedTemporaryFile("w", suffix=".sh", prefix="run_bash_", delete=False) as f:
-        f.write(script)
-        path = f.name
+    path = _script_file(script, ".sh", "run_bash_")
     try:
         result = state().procs.run(["/bin/bash", path], timeout=timeout, cwd=cwd, merge_stderr=True)
     except subprocess.TimeoutExpired:
