@@ -260,7 +260,7 @@ def test_node_killed_during_a_case_is_rerun_never_zero(
 
     # a provider tells a lost actor (never the agent's doing) from a live one
     lost = subprocess.run(
-        [sys.executable, "-c", HOST_LOST_DRIVER, cluster.address],
+        cluster.driver("host-lost"),
         capture_output=True,
         text=True,
         timeout=180,
@@ -273,55 +273,24 @@ def test_node_killed_during_a_case_is_rerun_never_zero(
     # is a run of the test's own: no other run's sweep removes them first)
     run, run_env = own_run()
     dying = subprocess.run(
-        [sys.executable, "-c", DYING_DRIVER, cluster.address],
+        cluster.driver("dying", "dying"),
         capture_output=True,
         text=True,
         timeout=180,
         cwd=ROOT,
         env={**os.environ, **run_env},
     )
-    assert dying.returncode == 0 and "ACTOR" in dying.stdout, dying.stderr[-2000:]
-    actor_pid = int(dying.stdout.split("ACTOR")[1].split()[0])
+    assert dying.returncode == 0 and "OUT" in dying.stdout, dying.stderr[-2000:]
+    actor_pid = int(dying.stdout.split("OUT")[1].split()[0])
     wait_for(
         lambda: not psutil.pid_exists(actor_pid), "the dead driver's actor to end", 60, interval=0.5
     )
     assert [a for a in cluster.named_actors() if "-dying-" in a] == []
     assert actor_pid in netns.owner_pids(), "the SIGKILLed actor's namespace is left"
-    swept = cluster.query(
-        "from computer_env.desktop.providers.ray.cluster import sweep_nodes\n"
-        f"out = sweep_nodes({cluster.address!r}, run={run.encode()!r})"
-    )
+    swept = cluster.query("sweep", run.encode(), once=True)
     assert any(v["slots"] for v in swept.values()), swept  # the run's end sweep removed it
     assert actor_pid not in netns.owner_pids()
     assert session_cgroups(actor_pid) == []
-
-
-HOST_LOST_DRIVER = """
-import sys, time
-import ray
-from computer_env.desktop.providers.registry import ProviderOptions, make_provider
-p = make_provider("ray", ProviderOptions(ray_address=sys.argv[1], run_id="lost",
-                                         screen=(800, 600)))
-p.start()
-assert not p.host_lost()
-ray.kill(p._actor)
-deadline = time.monotonic() + 60
-while not p.host_lost():
-    assert time.monotonic() < deadline, "a killed actor still answers"
-    time.sleep(0.5)
-p.close()
-print("LOST-OK")
-"""
-
-DYING_DRIVER = """
-import os, sys
-from computer_env.desktop.providers.registry import ProviderOptions, make_provider
-p = make_provider("ray", ProviderOptions(ray_address=sys.argv[1], run_id="dying",
-                                         screen=(800, 600)))
-p.start()
-print("ACTOR", p.where["pid"], flush=True)
-os._exit(0)
-"""
 
 
 @pytest.mark.skipif(not HAVE_RAY, reason="ray is not installed")

@@ -6,7 +6,7 @@ a second node on 127.0.0.2 (any 127/8 address is this host's loopback), each wit
 ``--temp-dir`` and ``{"desktop": N}``. The second node's address is distinct, so the suite's
 drivers attach to the head's raylet and the second node can be killed without killing them;
 result files name the node by that address. Questions to the cluster go through a short-lived
-driver subprocess (:meth:`query`), so the test process itself never joins Ray.
+driver child (:meth:`query`, :mod:`tests.harness.helpers.ray_driver`), so the test process itself never joins Ray.
 """
 
 from __future__ import annotations
@@ -28,10 +28,11 @@ from typing import Any
 
 import psutil
 
-from tests.harness.helpers.polling import wait_for
+from tests.harness.helpers.polling import scaled, wait_for
 from tests.harness.helpers.tiers import E2E, needs
 
 RAY = str(Path(sys.executable).with_name("ray"))
+ROOT = Path(__file__).resolve().parents[3]
 HEAD_IP, NODE_IP = "127.0.0.1", "127.0.0.2"
 #: node death is noticed within ~3 s instead of Ray's default ~30 s
 SYSTEM_CONFIG = {
@@ -175,34 +176,59 @@ class TwoNodeCluster:
     def log(self, name: str) -> str:
         return (self.base / f"{name}.log").read_text(errors="replace")
 
-    def query(self, code: str, timeout: float = 60) -> Any:
-        """Run ``code`` (which sets ``out``) in a driver subprocess; ``out`` as JSON."""
-        script = (
-            "import json, ray\n"
-            f"ray.init(address={self.address!r}, namespace='holo-bench', "
-            "log_to_driver=False)\n" + code + "\nprint('OUT' + json.dumps(out))\n"
-        )
-        res = subprocess.run(
-            [sys.executable, "-c", script],
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            start_new_session=True,
-        )
+    def driver(self, question: str, *args: str) -> list[str]:
+        """The command of a driver child that asks ``question`` (see
+        :mod:`tests.harness.helpers.ray_driver`) of this cluster."""
+        return [
+            sys.executable,
+            "-m",
+            "tests.harness.helpers.ray_driver",
+            self.address,
+            question,
+            *args,
+        ]
+
+    def _ask(self, question: str, args: tuple[str, ...], timeout: float) -> list[Any] | None:
+        """``[answer]``, or None when the driver did not answer within ``timeout`` s."""
+        try:
+            res = subprocess.run(
+                self.driver(question, *args),
+                capture_output=True,
+                text=True,
+                timeout=scaled(timeout),
+                start_new_session=True,
+                cwd=ROOT,
+            )
+        except subprocess.TimeoutExpired:
+            return None
         line = next((ln for ln in res.stdout.splitlines() if ln.startswith("OUT")), None)
-        assert line is not None, f"Ray query failed: {res.stderr[-2000:]}"
-        return json.loads(line[3:])
+        assert line is not None, f"Ray driver ({question}) failed: {res.stderr[-2000:]}"
+        return [json.loads(line[3:])]
+
+    def query(self, question: str, *args: str, once: bool = False) -> Any:
+        """Ask the cluster ``question`` in a driver child (the test process never joins Ray);
+        its answer. A driver that does not answer within 60 s is killed and the question asked
+        again, up to 240 s in all (a driver's connect can stall on a loaded host: the cluster
+        still answers the next one); ``once``: a question that must not be asked twice (it
+        changes the cluster) gets one driver, 240 s."""
+        if once:
+            answer = self._ask(question, args, 240)
+            assert answer is not None, f"Ray driver ({question}) did not answer within 240 s"
+            return answer[0]
+        answer = wait_for(
+            lambda: self._ask(question, args, 60),
+            f"the Ray cluster to answer {question!r}",
+            timeout=240,
+            interval=1.0,
+        )
+        assert answer is not None
+        return answer[0]
 
     def alive_nodes(self) -> list[dict[str, Any]]:
-        return list(
-            self.query(
-                "out = [{'ip': n['NodeManagerAddress'], 'id': n['NodeID'], "
-                "'desktop': n['Resources'].get('desktop', 0)} for n in ray.nodes() if n['Alive']]"
-            )
-        )
+        return list(self.query("nodes"))
 
     def named_actors(self) -> list[str]:
-        return list(self.query("out = list(ray.util.list_named_actors())"))
+        return list(self.query("actors"))
 
     # -- the nodes' processes -----------------------------------------------------------------
     def raylet(self, name: str) -> psutil.Process:
