@@ -172,7 +172,9 @@ def test_a_spare_that_failed_to_start_falls_back_to_resetting_the_one_in_use() -
     "choice, provider, workers, cores, memory, kept",
     [
         ("auto", "local", 1, 2, 8000.0, True),  # two cores for one worker: a spare
-        ("auto", "local", 2, 2, 8000.0, False),  # one core per worker: none
+        ("auto", "local", 2, 2, 8000.0, True),  # a core per worker: a spare each
+        ("auto", "local", 3, 2, 8000.0, False),  # fewer cores than workers: none
+        ("auto", "local", 2, 2, 1500.0, False),  # too little memory for two spares
         ("auto", "docker", 4, 16, 64000.0, True),
         ("auto", "local", 4, 16, 3000.0, False),  # too little memory for four spares
         ("auto", "remote", 1, 64, 64000.0, False),  # a remote server is the only desktop
