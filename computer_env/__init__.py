@@ -2,6 +2,8 @@
 
 The names below load on first use (PEP 562), so the desktop's own processes, which import
 modules of this package, do not load pydantic for the agent/env contract.
+
+PYTEST_DONT_REWRITE: see ``fixtures/__init__.py``.
 """
 
 from __future__ import annotations

@@ -1,4 +1,7 @@
-"""The Holo3.1 agent loop, recorder, replay page and reference endpoint."""
+"""The Holo3.1 agent loop, recorder, replay page and reference endpoint.
+
+PYTEST_DONT_REWRITE: see ``fixtures/__init__.py``.
+"""
 
 from holo_agent.agent import HoloComputerAgent
 from holo_agent.client import ChatClient, ChatResponse
