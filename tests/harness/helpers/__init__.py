@@ -9,6 +9,6 @@ working directory or ``PYTHONPATH``).
 - ``xdesktop``, ``localdesk``, ``dockerd``, ``raycluster``: real desktops, a Docker daemon, a
   Ray cluster;
 - ``memenv``, ``httpstub``, ``reference_requests``, ``parsed_settings``: in-process doubles
-  and inputs;
+  and inputs; ``pipeline_rig``: the worker pipeline over fake desktops and a fake benchmark;
 - ``chaos``, ``scorer_probe`` (pytest plugins of child runs), ``scorer_*jobs`` (scoring jobs).
 """
