@@ -378,3 +378,31 @@ def test_an_evaluation_computing_past_its_limit_is_the_agents_a_waiting_one_the_
         assert scorer.call(_job("wait"), "after", 0.0) is None  # a fresh process answers
     finally:
         scorer.close()
+
+
+def test_a_computation_starved_of_cpu_by_other_load_is_still_the_agents() -> None:
+    """Load tolerance by design: the scoring process shares one CPU with two busy loops, so a
+    computing job gets about a third of the CPU; it still wanted the CPU the whole time
+    (:func:`~computer_env.osworld.scoring.process._faults.cpu_demand_seconds`: on it, or
+    waiting for it), so it is the agent's EvaluatorTimedOut, never the environment's."""
+    from computer_env.errors import EvaluatorTimedOut
+
+    cpu = {min(os.sched_getaffinity(0))}
+    scorer = Scorer(timeout=2)
+    loops: list[subprocess.Popen[bytes]] = []
+    try:
+        scorer.call(_job("wait"), "warm-up", 0.0)
+        pid = scorer.pid
+        assert pid is not None
+        os.sched_setaffinity(pid, cpu)
+        for _ in range(2):
+            loop = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+            loops.append(loop)
+            os.sched_setaffinity(loop.pid, cpu)
+        with pytest.raises(EvaluatorTimedOut, match="computed for 2 s"):
+            scorer.call(_job("spin"), "the evaluation", 30.0, reads_agent_state=True)
+    finally:
+        for loop in loops:
+            loop.kill()
+            loop.wait()
+        scorer.close()

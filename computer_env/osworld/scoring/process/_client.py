@@ -19,7 +19,7 @@ from computer_env.errors import EvaluatorOutOfMemory, EvaluatorTimedOut
 from computer_env.osworld.catalog.tasks import SetupStep, Task
 from computer_env.osworld.context import TaskContext
 from computer_env.osworld.prepare.setup import SetupReport
-from computer_env.osworld.scoring.process._faults import ScorerFailed, cpu_seconds, died
+from computer_env.osworld.scoring.process._faults import ScorerFailed, cpu_demand_seconds, died
 from computer_env.osworld.scoring.process._limits import memory_cap
 from computer_env.osworld.scoring.process._wire import (
     ContextSpec,
@@ -38,8 +38,9 @@ _CHILD = "computer_env.osworld.scoring.process._child"
 TIMEOUT_S = 1200.0
 """The longest one evaluation may take (OSWorld's postconfig may sleep and download)."""
 CPU_BOUND_SHARE = 0.5
-"""An evaluation past its time limit that kept the scoring process on the CPU this share of
-the time computed on what the agent left (:class:`EvaluatorTimedOut`, its 0); one that
+"""An evaluation past its time limit that kept the scoring process on the CPU (or ready for it:
+a loaded host gives it less CPU, not less demand) this share of the time computed on what the
+agent left (:class:`EvaluatorTimedOut`, its 0); one that
 mostly waited (on the desktop, the network) is the environment's (:class:`ScorerFailed`)."""
 SETUP_TIMEOUT_S = 4000.0
 """The longest one setup may take (its steps have deadlines of their own; OSWorld's
@@ -136,14 +137,15 @@ class ScoringProcess:
                 else self._start()
             )
             try:
-                cpu0, t0 = cpu_seconds(process.pid or 0), time.monotonic()
+                cpu0, t0 = cpu_demand_seconds(process.pid or 0), time.monotonic()
                 conn.send((target, logging.getLogger().getEffectiveLevel(), args, kwargs))
                 if not multiprocessing.connection.wait([conn, process.sentinel], timeout):
-                    busy = cpu_seconds(process.pid or 0) - cpu0
+                    busy = cpu_demand_seconds(process.pid or 0) - cpu0
                     if reads_agent_state and busy >= CPU_BOUND_SHARE * (time.monotonic() - t0):
                         raise EvaluatorTimedOut(
                             f"{what} computed for {timeout:g} s on the state the agent left "
-                            f"({busy:.0f} s of CPU: not waiting for the desktop) and was stopped"
+                            f"(on or waiting for the CPU {busy:.0f} s: not waiting for the "
+                            "desktop) and was stopped"
                         )
                     raise ScorerFailed(
                         f"{what} did not finish within {timeout:g} s (the "

@@ -1,7 +1,7 @@
 """How a scoring process's job that did not answer is read: whose fault it is.
 
 :class:`ScorerFailed` is the environment's (rerun, then unscored); an evaluation that outran its
-time busy on the CPU (:func:`cpu_seconds`) or a metric past its CPU budget (SIGXCPU,
+time wanting the CPU (:func:`cpu_demand_seconds`) or a metric past its CPU budget (SIGXCPU,
 :func:`~._limits.cpu_budget`) is :class:`~computer_env.errors.EvaluatorTimedOut`, the agent's 0;
 a fault in C while reading the agent's state is :class:`EvaluatorAborted` (see there).
 """
@@ -47,6 +47,28 @@ def cpu_seconds(pid: int) -> float:
         return 0.0
 
 
+def cpu_demand_seconds(pid: int) -> float:
+    """The time process ``pid``'s threads have spent on the CPU or ready for it, waiting in the
+    run queue (``/proc/<pid>/task/*/schedstat``), so far: a computation's demand whatever else
+    the host runs (on a loaded host it gets less CPU, never less demand), none for a process
+    that sleeps on a socket or a pipe. Its CPU time (:func:`cpu_seconds`) where the kernel
+    keeps no such record."""
+    total, found = 0, False
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        tasks = []
+    for tid in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/schedstat", encoding="ascii") as f:
+                on_cpu, waiting, _slices = f.read().split()
+            total += int(on_cpu) + int(waiting)
+            found = True
+        except (OSError, ValueError):
+            continue
+    return total / 1e9 if found else cpu_seconds(pid)
+
+
 def death(process: BaseProcess) -> str:
     """How ``process`` ended, in words: killed by which signal, or its exit status."""
     code = process.exitcode
@@ -73,4 +95,12 @@ def died(process: BaseProcess, what: str, reads_agent_state: bool) -> Exception:
     return ScorerFailed(how)
 
 
-__all__ = ["C_FAULTS", "EvaluatorAborted", "ScorerFailed", "cpu_seconds", "death", "died"]
+__all__ = [
+    "C_FAULTS",
+    "EvaluatorAborted",
+    "ScorerFailed",
+    "cpu_demand_seconds",
+    "cpu_seconds",
+    "death",
+    "died",
+]
