@@ -40,6 +40,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -164,9 +165,14 @@ def find_oracle(domain: str, task_id: str) -> Oracle | None:
     return load_oracle_file(path) if path is not None else None
 
 
-def run_oracle(oracle: Oracle, ctx: TaskContext) -> None:
+def run_oracle(
+    oracle: Oracle, ctx: TaskContext, settle: Callable[[], object] | None = None
+) -> None:
     """Play ``oracle`` on the desktop of ``ctx``; raises :class:`OracleFailed` when an action
-    fails. Each action joins ``ctx.action_history`` (``FAIL`` for ``infeasible``)."""
+    fails. Each action joins ``ctx.action_history`` (``FAIL`` for ``infeasible``). ``settle``
+    waits until the screen is still: it is called before each ``pyautogui`` action, so that,
+    like an agent that acts on a settled screenshot, the oracle never clicks into a dialog
+    that has its focus but not yet its content (on a loaded host that takes a while)."""
     client = ctx.client
     for i, action in enumerate(oracle.actions):
         action = type(action).model_validate(substitute(action.model_dump(), ctx.vars))
@@ -183,6 +189,8 @@ def run_oracle(oracle: Oracle, ctx: TaskContext) -> None:
             client.launch(action.command, shell=action.shell)
             ctx.action_history.append(json.dumps({"launch": action.command}))
         elif isinstance(action, PyAutoGUI):
+            if settle is not None:
+                settle()
             result = client.run_pyautogui(action.code)
             if not result.ok:
                 raise OracleFailed(f"{where} failed: {(result.error or result.output)[:500]}")
