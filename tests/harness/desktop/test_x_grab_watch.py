@@ -1,7 +1,8 @@
 """The guest server's grab watch (``computer_env/desktop/server/x11/xwatch.py``) on a real Xvfb: a
 client's XGrabServer is found and released in seconds with the grabber named; an X server
-stopped from outside (SIGSTOP) is no grab and costs no client its life; and on a real local
-desktop a stopped X server stays the environment's (rerun, never the agent's 0)."""
+stopped from outside (SIGSTOP) is no grab and costs no client its life, and a screenshot waiting
+on it gives up in a second; and on a real local desktop a stopped X server stays the
+environment's (rerun, never the agent's 0)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from computer_env.desktop.server.screen.screenshot import ScreenGrabber, ScreenUnavailable
 from computer_env.desktop.server.x11.xclients import process_state, x_clients
 from computer_env.desktop.server.x11.xwatch import XWatch
 from tests.harness.helpers.polling import scaled, wait_for
@@ -128,13 +130,41 @@ def test_a_stopped_x_server_is_no_grab_and_kills_nothing(
     bystander = _client(display, HOLD, "open")
     try:
         wait_for(lambda: len(x_clients(x.pid)) >= 2, "the probe and the client to connect", 10)
+        assert watch.x_stopped() is None
         os.kill(x.pid, signal.SIGSTOP)
         wait_for(lambda: process_state(x.pid) == "T", "Xvfb to stop", 5)
         time.sleep(3)  # a hang six times the threshold: nothing may be called a grab
         assert watch.grabs == [] and bystander.poll() is None
+        assert watch.x_stopped() == f"the desktop's X server (pid {x.pid}) is stopped (state T)"
     finally:
         os.kill(x.pid, signal.SIGCONT)
         bystander.kill()
+        watch.close()
+
+
+@needs_xvfb
+def test_a_screenshot_of_a_stopped_x_server_gives_up_in_a_second_and_works_after(
+    xvfb: tuple[str, subprocess.Popen[bytes]],
+) -> None:
+    """A grab that waits on a stopped X server is not waited out: the reason the watch gives
+    ends it (the route answers 503, the environment's, in a second rather than at the
+    harness's time-outs); once the X server runs again, screenshots work."""
+    display, x = xvfb
+    watch = XWatch(display, x.pid, nested=False)
+    screen = ScreenGrabber(display)
+    try:
+        assert screen.screenshot("png", unavailable=watch.x_stopped).data[:4] == b"\x89PNG"
+        os.kill(x.pid, signal.SIGSTOP)
+        wait_for(lambda: process_state(x.pid) == "T", "Xvfb to stop", 5)
+        started = time.monotonic()
+        with pytest.raises(ScreenUnavailable, match="is stopped"):
+            screen.screenshot("png", unavailable=watch.x_stopped)
+        assert time.monotonic() - started < scaled(5)
+        os.kill(x.pid, signal.SIGCONT)
+        assert screen.screenshot("png", unavailable=watch.x_stopped).data[:4] == b"\x89PNG"
+    finally:
+        os.kill(x.pid, signal.SIGCONT)
+        screen.close()
         watch.close()
 
 
@@ -158,6 +188,9 @@ def test_an_x_server_stopped_from_the_host_stays_the_environments(tmp_path: Path
     )
     (result,) = run.results().values()
     assert result["attempts"] == 2, result  # the stopped desktop's attempt was rerun
+    (first,) = result["earlier_attempts"]  # found in a second, not at the client's time-outs
+    assert first["infra_category"] == "desktop_error", first
+    assert "X server (pid" in first["message"] and "is stopped (state T)" in first["message"]
     assert result["outcome"] == "passed", result["message"]
     assert result.get("failure_category") is None, result
     assert run.rc == 0, run.output[-3000:]

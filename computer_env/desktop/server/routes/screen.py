@@ -13,10 +13,10 @@ bp = Blueprint("screen", __name__)
 
 
 @bp.get("/screenshot")
-def screenshot() -> Response:
+def screenshot() -> Response | tuple[Response, int]:
     """The screen with the cursor. ``?format=png|jpeg|webp`` (PNG default), ``&quality=1..100``
     for JPEG/WebP. The ``Server-Timing`` header says how long the grab and the encoding took."""
-    from computer_env.desktop.server.screen.screenshot import FORMATS
+    from computer_env.desktop.server.screen.screenshot import FORMATS, ScreenUnavailable
 
     fmt = request.args.get("format", "png").lower()
     if fmt == "jpg":
@@ -32,13 +32,20 @@ def screenshot() -> Response:
         if not 1 <= quality <= 100:
             raise bad_request("parameter 'quality' must be an integer from 1 to 100")
     png = fmt == "png"
-    shot = state().screen.screenshot(fmt, None if png else quality)  # type: ignore[arg-type]
+    watch = state().xwatch
+    try:
+        shot = state().screen.screenshot(
+            fmt,  # type: ignore[arg-type]
+            None if png else quality,
+            unavailable=watch.x_stopped if watch is not None else None,
+        )
+    except ScreenUnavailable as exc:  # the environment's, in seconds, not at the time-outs
+        return error_response(503, str(exc))
     response = Response(shot.data, mimetype=shot.mime)
     # Where the time went, for benchmarks (Server-Timing); clients may ignore it.
     response.headers["Server-Timing"] = (
         f"grab;dur={shot.grab_ms:.2f}, encode;dur={shot.encode_ms:.2f}"
     )
-    watch = state().xwatch
     if watch is not None:  # grabs released by killing a client of the desktop (GET /x_grabs)
         response.headers["X-Grabs"] = str(watch.released())
         response.headers["X-Keymap"] = watch.keymap() or ""  # a digest: changed inside?

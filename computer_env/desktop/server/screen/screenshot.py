@@ -22,6 +22,7 @@ import time
 import zlib
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -154,6 +155,14 @@ def encode(image: Image.Image, fmt: ImageFormat, quality: int | None = None) -> 
     else:
         image.save(out, "WEBP", quality=q, method=0)
     return out.getvalue()
+
+
+UNAVAILABLE_POLL_S = 0.5
+"""How often a waiting screenshot asks whether the X server can answer at all."""
+
+
+class ScreenUnavailable(Exception):
+    """The screen cannot be grabbed now: its X server is stopped or gone (the reason)."""
 
 
 @dataclass(frozen=True)
@@ -290,9 +299,27 @@ class ScreenGrabber:
         t2 = time.perf_counter()
         return Capture(data, MIME[fmt], (t1 - t0) * 1000, (t2 - t1) * 1000)
 
-    def screenshot(self, fmt: ImageFormat = "png", quality: int | None = None) -> Capture:
-        """Grab and encode on the grabber's worker thread (see the class docstring)."""
-        return self._worker().submit(self._capture, fmt, quality).result()
+    def screenshot(
+        self,
+        fmt: ImageFormat = "png",
+        quality: int | None = None,
+        *,
+        unavailable: Callable[[], str | None] | None = None,
+    ) -> Capture:
+        """Grab and encode on the grabber's worker thread (see the class docstring).
+        ``unavailable``: asked every :data:`UNAVAILABLE_POLL_S` while the grab waits; a reason
+        it gives (the X server stopped from outside) raises :class:`ScreenUnavailable` at once
+        instead of waiting for the X server (the grab itself finishes when it resumes)."""
+        future = self._worker().submit(self._capture, fmt, quality)
+        if unavailable is None:
+            return future.result()
+        while True:
+            try:
+                return future.result(timeout=UNAVAILABLE_POLL_S)
+            except FutureTimeout:
+                why = unavailable()
+                if why is not None:
+                    raise ScreenUnavailable(why) from None
 
     def size(self) -> tuple[int, int]:
         """(width, height) of the screen."""

@@ -9,8 +9,9 @@ Debian 12's Xvfb 21.1). So the server watches:
 - a probe thread does one round trip (``GetInputFocus``) on its own connection every
   :data:`INTERVAL_S`;
 - when one is unanswered for :data:`THRESHOLD_S`, the monitor looks: an X server that is
-  stopped (``T``: the host's SIGSTOP) or gone is the environment's (nothing recorded, the
-  harness's time-outs decide); one that sleeps while the probe's request lies unread in its
+  stopped (``T``: the host's SIGSTOP) or gone is the environment's (nothing recorded;
+  :meth:`XWatch.x_stopped` says so, and a screenshot waiting on it answers 503 in a second
+  rather than at the harness's time-outs); one that sleeps while the probe's request lies unread in its
   socket (:mod:`.xclients`) is ignoring us, i.e. grabbed;
 - then the grabbing client is found by elimination: the desktop's X clients that are not
   waiting on the X server (the grabber is the one being served), youngest first, are killed
@@ -127,6 +128,17 @@ class XWatch:
         """How many grabs were released by killing a client of the desktop (the desktop's side
         held them; one that no such kill released is not counted)."""
         return sum(g.released for g in self.grabs)
+
+    def x_stopped(self) -> str | None:
+        """Why the X server cannot answer now, when it is stopped (``T``: a SIGSTOP from
+        outside the desktop; nothing inside the nest can signal it) or gone; None while it
+        runs. A request waiting on it would only end at the harness's time-outs."""
+        state = process_state(self.x_pid, self.proc)
+        if state in ("T", "t"):
+            return f"the desktop's X server (pid {self.x_pid}) is stopped (state {state})"
+        if state in ("X", "Z"):
+            return f"the desktop's X server (pid {self.x_pid}) is gone"
+        return None
 
     def snapshot(self) -> dict[str, Any]:
         """What ``GET /x_grabs`` answers."""
