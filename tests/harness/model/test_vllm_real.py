@@ -69,6 +69,11 @@ FAST = (
 )
 ONE_CASE = {"os": ["os-create-report-file"]}
 SERVER_LEN = 16384
+EAGER = "--enforce-eager"
+"""Every server here runs eager: vLLM's CPU backend otherwise traces the model with
+torch.compile at start-up (about 45 s of each start on 2 cores, a third of a ``--serve``
+test); what is tested is the harness around the server, not vLLM's compiler. The card's
+command holds it like any ``--serve-arg``."""
 
 
 # -- fixtures --------------------------------------------------------------------------------
@@ -93,7 +98,7 @@ def server(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterat
         str(tiny_model),
         ["0"],
         image_budget=3,
-        serve_args=[f"--max-model-len {SERVER_LEN}"],
+        serve_args=[f"--max-model-len {SERVER_LEN}", EAGER],
         log_dir=tmp_path_factory.mktemp("vllm-logs"),
         device="cpu",
         project_root=ROOT,
@@ -522,6 +527,7 @@ def test_serve_plays_a_desktop_case_and_a_game_with_the_real_loop(
         "tests/realtimegym",
         "--serve",
         str(tiny_model),
+        f"--serve-arg={EAGER}",
         "--task-list",
         str(task_list_file(tmp_path, ONE_CASE)),
         "--games",
@@ -570,6 +576,7 @@ def test_serve_plays_a_desktop_case_and_a_game_with_the_real_loop(
         str(tiny_model),
     ], cmd
     assert cmd[cmd.index("--max-model-len") + 1] == "65537" and "--port" in cmd
+    assert cmd[-1] == EAGER  # --serve-arg comes last, so it wins over a default
     assert served["environment"]["VLLM_TARGET_DEVICE"] == "cpu"
     assert f"version {served['version']}, context 65537" in run.output
     assert "serve command: " + " ".join(cmd[:3]) in run.output
@@ -595,6 +602,7 @@ def test_a_serve_run_ended_mid_case_leaves_no_vllm_process(
         "srvint",
         "--serve",
         str(tiny_model),
+        f"--serve-arg={EAGER}",
         "--max-steps",
         "30",
         "--task-list",
