@@ -192,8 +192,11 @@ def test_an_interrupt_in_a_prepared_case_leaves_nothing_and_resume_finishes(
     key = f"{third.split('/', 1)[1]}/intr-attempt-1"
     third_ahead = f"set up {key} ahead" if ahead == "set-up" else f"{key}: its agent starts"
     try:
+        # the log is read first, so the moment is seen at once: a scan of the run's processes
+        # (run_tree) takes seconds on a loaded host, and the second case, two model turns of
+        # 1 s, could end during it (seen in a loaded run)
         wait_for(
-            lambda: seen.update(run_tree(tag)) or third_ahead in log.read_text(),
+            lambda: third_ahead in log.read_text() or seen.update(run_tree(tag)),
             f"the third case's {ahead} to start ahead while the second plays",
             300,
             interval=0.2,
