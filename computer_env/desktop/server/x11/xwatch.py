@@ -11,8 +11,8 @@ Debian 12's Xvfb 21.1). So the server watches:
 - when one is unanswered for :data:`THRESHOLD_S`, the monitor looks: an X server that is
   stopped (``T``: the host's SIGSTOP) or gone is the environment's (nothing recorded;
   :meth:`XWatch.x_stopped` says so, and a screenshot waiting on it answers 503 in a second
-  rather than at the harness's time-outs); one that sleeps while the probe's request lies unread in its
-  socket (:mod:`.xclients`) is ignoring us, i.e. grabbed;
+  rather than at the harness's time-outs); one that sleeps while the probe's request lies
+  unread in its socket (:mod:`.xclients`) is ignoring us, i.e. grabbed;
 - then the grabbing client is found by elimination: the desktop's X clients that are not
   waiting on the X server (the grabber is the one being served), youngest first, are killed
   (SIGKILL, every process holding that connection) until the probe is answered. The one whose
