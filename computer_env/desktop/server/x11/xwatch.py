@@ -249,8 +249,7 @@ class XWatch:
 
     def _look(self, sent: float) -> bool:
         """Look into the probe sent at ``sent``; True once decided (released or not)."""
-        state = process_state(self.x_pid, self.proc)
-        if state in ("T", "t", "X", "Z"):
+        if self.x_stopped() is not None:
             return False  # stopped or gone: the environment's, not a grab (looked at again)
         clients = self._grabbed()
         if clients is None:
