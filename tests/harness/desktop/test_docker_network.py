@@ -47,6 +47,8 @@ class _Networks:
 
     listed: list[_Net]
     taken_meanwhile: list[str] = field(default_factory=list)
+    held_unlisted: list[str] = field(default_factory=list)
+    """pools still held by networks being removed: refused, though no longer listed"""
     asked: list[str] = field(default_factory=list)
 
     def list(self) -> list[_Net]:
@@ -59,7 +61,7 @@ class _Networks:
             self.listed.append(_Net(self.taken_meanwhile.pop()))
         if any(
             ipaddress.ip_network(subnet).overlaps(ipaddress.ip_network(n.subnet))
-            for n in self.listed
+            for n in [*self.listed, *map(_Net, self.held_unlisted)]
         ):
             raise RuntimeError(
                 "400 Client Error: Pool overlaps with other one on this address space"
@@ -87,6 +89,24 @@ def test_a_subnet_taken_meanwhile_by_another_process_moves_to_the_next() -> None
     nets = _Networks([_Net("10.214.0.0/29")], taken_meanwhile=["10.214.0.8/29"])
     made = network._create_network(_Client(nets), "a", "hbdaaaaaa", {})
     assert nets.asked == ["10.214.0.8/29", "10.214.0.16/29"] and made.subnet == "10.214.0.16/29"
+
+
+def test_pools_held_by_networks_being_removed_are_skipped_not_retried() -> None:
+    """A network being removed elsewhere can hold its pool after it left the list: the lowest
+    free-looking subnet is refused again and again; each refused one is passed over."""
+    held = [f"10.214.0.{8 * i}/29" for i in range(1, 12)]
+    nets = _Networks([_Net("10.214.0.0/29")], held_unlisted=held)
+    made = network._create_network(_Client(nets), "a", "hbdaaaaaa", {})
+    assert nets.asked == [*held, "10.214.0.96/29"] and made.subnet == "10.214.0.96/29"
+
+
+def test_a_range_docker_keeps_refusing_names_the_refusal(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(network, "CREATE_TRIES", 3)
+    held = [f"10.214.0.{8 * i}/29" for i in range(0, 8)]
+    nets = _Networks([], held_unlisted=held)
+    with pytest.raises(VMStartError, match="refused 3 free-looking subnets.*Pool overlaps"):
+        network._create_network(_Client(nets), "a", "hbdaaaaaa", {})
+    assert len(nets.asked) == 3
 
 
 def test_a_full_range_says_which_setting_widens_it(monkeypatch: pytest.MonkeyPatch) -> None:

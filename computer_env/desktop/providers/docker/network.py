@@ -42,7 +42,7 @@ import shlex
 import shutil
 import subprocess
 import threading
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -324,8 +324,11 @@ def _used_subnets(client: Any) -> list[ipaddress.IPv4Network]:
     return used
 
 
-def _free_subnets(client: Any) -> Iterable[ipaddress.IPv4Network]:
-    """The /29s of :data:`SUBNETS` that no Docker network overlaps now, lowest first."""
+def _free_subnets(
+    client: Any, refused: Collection[ipaddress.IPv4Network] = ()
+) -> Iterable[ipaddress.IPv4Network]:
+    """The /29s of :data:`SUBNETS` that no Docker network overlaps now and Docker has not
+    ``refused`` in this choice, lowest first."""
     pool = ipaddress.ip_network(SUBNETS)
     if not isinstance(pool, ipaddress.IPv4Network) or pool.prefixlen > PREFIX_LEN:
         raise VMStartError(
@@ -333,45 +336,56 @@ def _free_subnets(client: Any) -> Iterable[ipaddress.IPv4Network]:
         )
     used = _used_subnets(client)
     for candidate in pool.subnets(new_prefix=PREFIX_LEN):
-        if not any(candidate.overlaps(u) for u in used):
+        if candidate not in refused and not any(candidate.overlaps(u) for u in used):
             yield candidate
 
 
+CREATE_TRIES = 64
+"""How many subnets one network creation tries when Docker refuses them as overlapping: another
+process took the same one first, or a network being removed elsewhere still holds its pool
+while the network list no longer shows it (both seen with three test workers on one host)."""
+
+
 def _create_network(client: Any, name: str, bridge: str, labels: dict[str, str]) -> Any:
-    """Create the bridge network on the lowest free /29 (another process may take the same
-    one first: Docker refuses the overlap and the next one is tried)."""
+    """Create the bridge network on the lowest free /29. Another process may take the same one
+    first, or a network being removed may still hold it: Docker refuses the overlap, and the
+    next free one is tried (the refused one is skipped for this network)."""
     from docker.types import IPAMConfig, IPAMPool
 
     options = {
         "com.docker.network.bridge.name": bridge,
         "com.docker.network.bridge.enable_icc": "false",
     }
+    refused: set[ipaddress.IPv4Network] = set()
     last: Exception | None = None
     with _create_lock:
-        for _attempt in range(8):
-            for subnet in _free_subnets(client):
-                gateway = str(next(subnet.hosts()))
-                ipam = IPAMConfig(pool_configs=[IPAMPool(subnet=str(subnet), gateway=gateway)])
-                try:
-                    return client.networks.create(
-                        name,
-                        driver="bridge",
-                        options=options,
-                        ipam=ipam,
-                        labels=labels,
-                        check_duplicate=True,
-                    )
-                except Exception as exc:  # noqa: BLE001 - docker.errors.APIError
-                    if "overlap" not in str(exc).lower():
-                        raise VMStartError(f"could not create network {name}: {exc}") from exc
-                    last = exc
-                    break  # taken meanwhile: list the networks again
-            else:
+        while len(refused) < CREATE_TRIES:
+            subnet = next(iter(_free_subnets(client, refused)), None)
+            if subnet is None:
                 raise VMStartError(
                     f"no free /{PREFIX_LEN} left in {SUBNETS} for a desktop "
                     "network (HOLO_DOCKER_SUBNETS sets the range)"
                 )
-    raise VMStartError(f"could not create network {name}: {last}")
+            gateway = str(next(subnet.hosts()))
+            ipam = IPAMConfig(pool_configs=[IPAMPool(subnet=str(subnet), gateway=gateway)])
+            try:
+                return client.networks.create(
+                    name,
+                    driver="bridge",
+                    options=options,
+                    ipam=ipam,
+                    labels=labels,
+                    check_duplicate=True,
+                )
+            except Exception as exc:  # noqa: BLE001 - docker.errors.APIError
+                if "overlap" not in str(exc).lower():
+                    raise VMStartError(f"could not create network {name}: {exc}") from exc
+                last = exc
+                refused.add(subnet)  # taken meanwhile, or still held: the next one
+    raise VMStartError(
+        f"could not create network {name}: Docker refused {len(refused)} free-looking "
+        f"subnets of {SUBNETS} as overlapping; the last: {last}"
+    )
 
 
 def _subnet_of(network: Any) -> str:
