@@ -169,8 +169,11 @@ def test_an_interrupt_in_a_prepared_case_leaves_nothing_and_resume_finishes(
     tag = uuid.uuid4().hex
     cache = ("-o", f"cache_dir={tmp_path / 'pytest-cache'}")
     log = tmp_path / "child.log"
-    # the model answers after 1 s: the second case (itself set up ahead) plays while the
-    # third is set up ahead; the interrupt comes then
+    # the model answers after 1 s; for ``set-up`` the second case's agent waits for the
+    # interrupt (chaos: CHAOS_HOLD_AGENT), so it still plays when its successor's set-up ahead
+    # has ended, on any host; for ``agent`` the second case is scored while the third's agent
+    # plays ahead
+    hold = {"CHAOS_HOLD_AGENT": second.split("/", 1)[1]} if ahead == "set-up" else {}
     child = start_suite(
         tmp_path,
         "intr",
@@ -182,10 +185,11 @@ def test_an_interrupt_in_a_prepared_case_leaves_nothing_and_resume_finishes(
         "delay=1",
         *cache,
         *AHEAD,
+        *CHAOS,
         "-o",
         "log_cli=true",
         "--log-cli-level=INFO",
-        env={"HOLO_TEST_TAG": tag},
+        env={"HOLO_TEST_TAG": tag, **CHAOS_ENV, **hold},
         log=log,
     )
     seen: dict[tuple[int, int], str] = {}
@@ -193,8 +197,7 @@ def test_an_interrupt_in_a_prepared_case_leaves_nothing_and_resume_finishes(
     third_ahead = f"set up {key} ahead" if ahead == "set-up" else f"{key}: its agent starts"
     try:
         # the log is read first, so the moment is seen at once: a scan of the run's processes
-        # (run_tree) takes seconds on a loaded host, and the second case, two model turns of
-        # 1 s, could end during it (seen in a loaded run)
+        # (run_tree) takes seconds on a loaded host
         wait_for(
             lambda: third_ahead in log.read_text() or seen.update(run_tree(tag)),
             f"the third case's {ahead} to start ahead while the second plays",

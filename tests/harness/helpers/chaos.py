@@ -24,6 +24,10 @@
   evaluation of these tasks does, the control's too;
 - ``CHAOS_HARNESS_BUG=<task_id,...>``: the evaluation of these tasks hits a harness bug, an
   ``AttributeError`` raised while handling a ``ConnectionRefusedError``;
+- ``CHAOS_HOLD_AGENT=<task_id,...>``: the agent of these tasks, on its first attempt, waits
+  (at most :data:`HOLD_S`) before its first turn: a case that plays until the test interrupts
+  the run, so "an interrupt while the second case plays and the third is set up ahead"
+  (``--setup-ahead``) comes at that moment however slow the host;
 - ``CHAOS_AHEAD_SETUP_FAIL=<task_id,...>``: the setup steps of these tasks fail (a
   ``SetupError``) when they run ahead, on the spare desktop (``--setup-ahead``); at the case's
   own start they succeed.
@@ -49,6 +53,8 @@ from computer_env.osworld.scoring.process import scoring_process
 from holo_agent.reference import solution_key
 from tests.harness.helpers.polling import wait_for
 
+HOLD_S = 600.0
+"""the longest a held agent waits (the test interrupts the run long before)"""
 _done: set[str] = set()
 _pools: list[Any] = []  # the worker's desktop pool, seen when a case's agent starts
 
@@ -111,6 +117,13 @@ def _stop_x(ctx: Any) -> None:
     )
 
 
+def _hold() -> None:
+    """Wait, at most :data:`HOLD_S`; the run's interrupt (SIGINT: KeyboardInterrupt in this,
+    the main thread) ends the wait. The next case's set-up ahead, started before this agent,
+    goes on meanwhile."""
+    threading.Event().wait(HOLD_S)
+
+
 def pytest_configure(config: pytest.Config) -> None:
     mode = os.environ.get("CHAOS_KILL_SERVER")
     unreachable = _ids("CHAOS_UNREACHABLE")
@@ -135,6 +148,9 @@ def pytest_configure(config: pytest.Config) -> None:
             kill = _kill_x
         elif os.environ.get("CHAOS_STOP_X") == "agent" and first:
             kill = _stop_x
+        if task.id in _ids("CHAOS_HOLD_AGENT") and first:
+            _done.add(task.id)
+            _hold()
         if kill is None:
             return real_run_agent(task, ctx, ws, case_dir, attempt, on_step)
         _done.add(task.id)
