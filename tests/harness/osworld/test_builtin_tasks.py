@@ -2,8 +2,9 @@
 
 For each task: setup, evaluate with nobody acting (must score 0: no reward leak), reset, setup
 again, play the reference solution through the real agent loop (``HoloComputerAgent`` against
-``ReferenceEndpoint`` driving ``OSWorldComputerEnv``), evaluate (must score 1). The per-task
-times (setup, play, evaluate) are printed at the end of the module.
+``ReferenceEndpoint`` driving ``OSWorldComputerEnv``), wait for the saves as the suite does,
+evaluate (must score 1). The per-task times (setup, play, saves, evaluate) are printed at the
+end of the module.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from computer_env.osworld.builtin import BUILTIN_ROOT, load_solutions, task_ids
 from computer_env.osworld.catalog.assets import AssetServer
 from computer_env.osworld.prepare.setup import run_setup_in_process as run_setup
 from computer_env.osworld.scoring.in_process import evaluate_in_process as evaluate
+from computer_env.osworld.scoring.saves import wait_for_saves
 from tests.harness.helpers.localdesk import local_desktop
 
 TASKS: list[Task] = load_builtin_tasks()
@@ -182,7 +184,7 @@ def timings(request: pytest.FixtureRequest) -> Iterator[dict[str, dict[str, floa
     capture = request.config.pluginmanager.get_plugin("capturemanager")
     if reporter is None or capture is None or not table:
         return
-    cols = ("setup0", "eval0", "setup", "play", "eval", "total")
+    cols = ("setup0", "eval0", "setup", "play", "saves", "eval", "total")
     lines = [f"{'built-in task (seconds)':40s}" + "".join(f"{c:>8s}" for c in cols)]
     lines += [
         f"{case:40s}" + "".join(f"{row.get(c, 0.0):8.1f}" for c in cols)
@@ -299,6 +301,12 @@ def test_builtin_task(
     assert traj.end in ("answered", "infeasible"), f"episode ended {traj.end}: {traj.error}"
     assert len(traj.steps) == len(steps)
 
+    # as the suite does (fixtures/benchmarks/osworld.py): the last step may be a Ctrl+S whose
+    # save is still being written when the agent answers (a loaded host: the old file was
+    # scored, seen with three workers)
+    t0 = time.monotonic()
+    wait_for_saves(ctx.client, task, vars=ctx.vars)
+    row["saves"] = time.monotonic() - t0
     t0 = time.monotonic()
     result = evaluate(task, ctx)
     row["eval"] = time.monotonic() - t0
