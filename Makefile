@@ -20,7 +20,7 @@ APT_PACKAGES := xvfb xdotool wmctrl openbox x11-utils xterm x11-xserver-utils xa
 	gsettings-desktop-schemas gnome-shell-common gnome-settings-daemon-common libglib2.0-bin \
 	zip unzip bc jq xsel
 
-.PHONY: format setup apt venv realtimegym serve-cpu tiny-model run test test-fast test-desktop test-e2e \
+.PHONY: format setup apt venv realtimegym serve-cpu tiny-model run test test-fast test-desktop test-e2e test-durations \
 	check smoke bench docker-image clean
 
 setup: apt venv realtimegym
@@ -121,9 +121,14 @@ run:
 # Workers: the fast tier is CPU-bound (one per core); the desktop and e2e tiers mostly wait for
 # desktops, child suites and servers (a third of the CPU idle at one worker per core, measured on
 # 2 cores), so they run three: e2e 28 -> 24 min, desktop 5.5 -> 4.3 min, on 2 cores.
+# Each tier leaves a JUnit XML report in results/.tests/<tier>.xml; `make test-durations` turns
+# those of a full quiet `make test` into tests/harness/durations.json, from which the modules are
+# handed to the workers longest first (tests/harness/helpers/order.py).
 TEST_WORKERS ?= 2
 DESKTOP_TEST_WORKERS ?= 3
-HARNESS = $(PYTEST) tests/harness --dist loadgroup --strict-markers --durations=30 $(PYTEST_ARGS)
+TEST_REPORTS ?= results/.tests
+HARNESS = $(PYTEST) tests/harness --dist loadgroup --strict-markers --durations=30 \
+	--junitxml=$(TEST_REPORTS)/$(patsubst test-%,%,$@).xml $(PYTEST_ARGS)
 test: test-fast test-desktop test-e2e
 
 test-fast:
@@ -134,6 +139,10 @@ test-desktop:
 
 test-e2e: serve-cpu
 	$(HARNESS) -n $(DESKTOP_TEST_WORKERS) -m "e2e"
+
+test-durations:
+	$(PY) scripts/test_durations.py $(wildcard $(TEST_REPORTS)/fast.xml $(TEST_REPORTS)/desktop.xml \
+		$(TEST_REPORTS)/e2e.xml)
 
 # Lint and format (ruff: [tool.ruff]; `make format` rewrites), types (the packages and tests/;
 # the tests' helpers strict), layers and import circles (configured in pyproject.toml:

@@ -18,6 +18,9 @@
   suffixing the item's node id with ``@NAME``, but it writes ``item._nodeid``, which pytest 9.2
   no longer reads (the id lives in ``item._id``): the group was split over the workers. The
   hook below gives the suffix to the id pytest does read, once, the way xdist means it.
+- Under ``--dist loadgroup`` the modules are also handed out longest first, measured per tier in
+  ``durations.json`` (``helpers/order.py``): a long module collected late no longer runs alone
+  at the end of a tier while the other workers idle.
 
 Also: a test that imports a ``desktop_env`` of its own (a test double of OSWorld) must not leave
 it behind: in one worker process every later test would score with it. ``_osworld_unchanged``
@@ -34,7 +37,7 @@ from pathlib import Path
 import pytest
 import scipy.stats  # noqa: F401
 
-from tests.harness.helpers import tiers
+from tests.harness.helpers import order, tiers
 
 HELPERS = Path(__file__).resolve().parent / "helpers"
 
@@ -69,6 +72,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         or getattr(config.option, "dist", None) == "loadgroup"
     ):
         return
+    items[:] = order.longest_first(items, order.load())
     try:
         from _pytest.nodeid import NodeId
     except ImportError:  # an older pytest: xdist's own suffix works there
