@@ -3,8 +3,9 @@
 For each task: setup, evaluate with nobody acting (must score 0: no reward leak), reset, setup
 again, play the reference solution through the real agent loop (``HoloComputerAgent`` against
 ``ReferenceEndpoint`` driving ``OSWorldComputerEnv``), wait for the saves as the suite does,
-evaluate (must score 1). The per-task times (setup, play, saves, evaluate) are printed at the
-end of the module.
+evaluate (must score 1). Saves that do not finish are the environment's, as in the suite (an
+unscored case, rerun): the task is played once more on a fresh set-up. The per-task times
+(setup, play, saves, evaluate) are printed at the end of the module.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from computer_env.errors import SetupError
+from computer_env.errors import EvaluatorInfraError, SetupError
 from computer_env.osworld import (
     OSWorldComputerEnv,
     Task,
@@ -210,13 +211,18 @@ def _explain(result: Any, ctx: TaskContext, where: Path) -> str:
             and path.stat().st_size < 4000
         ):
             parts.append(f"  content: {path.read_text(errors='replace')!r}")
+    parts.append(_screenshot(ctx, where))
+    return "\n".join(parts)
+
+
+def _screenshot(ctx: TaskContext, where: Path) -> str:
+    """The desktop's screen saved as ``final.png`` under ``where``: where it is, or why not."""
     try:
         shot = where / "final.png"
         shot.write_bytes(ctx.client.screenshot())
-        parts.append(f"screenshot: {shot}")
+        return f"screenshot: {shot}"
     except Exception as exc:  # noqa: BLE001 - diagnostics only
-        parts.append(f"no screenshot: {exc}")
-    return "\n".join(parts)
+        return f"no screenshot: {exc}"
 
 
 def _set_up(desktop: Any, assets: AssetServer, task: Task, cache: Path) -> TaskContext:
@@ -270,8 +276,6 @@ def test_builtin_task(
     tmp_path: Path,
 ) -> None:
     """Score 0 when nobody acts, 1 after the reference solution played by the real agent."""
-    from holo_agent import HoloComputerAgent
-
     row: dict[str, float] = {}
     timings[task.case_id] = row
     t_start = time.monotonic()
@@ -285,10 +289,42 @@ def test_builtin_task(
     ctx.client.close()
     assert unplayed.score == 0.0, f"reward leak: {unplayed.reason} {unplayed.detail}"
 
+    # as the suite does (fixtures/benchmarks/osworld.py): wait for the saves before scoring
+    # (the last step may be a Ctrl+S still being written when the agent answers); a save that
+    # does not finish is the environment's (the suite's unscored case, rerun): played again
+    # once on a fresh set-up, its screen kept for a look
+    for attempt in (1, 2):
+        try:
+            ctx = _play(desktop, assets, task, endpoint, row, tmp_path / f"played{attempt}")
+        except _SavesUnfinished as exc:
+            if attempt == 2:
+                raise AssertionError(f"twice: {exc}") from exc
+            logging.getLogger(__name__).warning("%s: played again: %s", task.case_id, exc)
+            continue
+        break
     t0 = time.monotonic()
-    ctx = _set_up(desktop, assets, task, tmp_path / "played")
-    row["setup"] = time.monotonic() - t0
+    result = evaluate(task, ctx)
+    row["eval"] = time.monotonic() - t0
+    row["total"] = time.monotonic() - t_start
+    message = "" if result.score == 1.0 else _explain(result, ctx, tmp_path)
+    ctx.client.close()
+    assert result.score == 1.0, message
 
+
+class _SavesUnfinished(Exception):
+    """The saves did not finish after the reference solution played (the suite: unscored)."""
+
+
+def _play(
+    desktop: Any, assets: AssetServer, task: Task, endpoint: str, row: dict[str, float], where: Path
+) -> TaskContext:
+    """Set the task up, play its reference solution through the real agent loop and wait for
+    its saves; the context to score."""
+    from holo_agent import HoloComputerAgent
+
+    t0 = time.monotonic()
+    ctx = _set_up(desktop, assets, task, where)
+    row["setup"] = time.monotonic() - t0
     steps = SOLUTIONS[task.id]
     agent = HoloComputerAgent(endpoint, "reference-policy", max_retries=1)
     env = OSWorldComputerEnv(task, ctx)
@@ -300,17 +336,12 @@ def test_builtin_task(
     row["play"] = time.monotonic() - t0
     assert traj.end in ("answered", "infeasible"), f"episode ended {traj.end}: {traj.error}"
     assert len(traj.steps) == len(steps)
-
-    # as the suite does (fixtures/benchmarks/osworld.py): the last step may be a Ctrl+S whose
-    # save is still being written when the agent answers (a loaded host: the old file was
-    # scored, seen with three workers)
     t0 = time.monotonic()
-    wait_for_saves(ctx.client, task, vars=ctx.vars)
+    try:
+        wait_for_saves(ctx.client, task, vars=ctx.vars)
+    except EvaluatorInfraError as exc:
+        shot = _screenshot(ctx, where)
+        ctx.client.close()
+        raise _SavesUnfinished(f"{exc}\n{shot}") from exc
     row["saves"] = time.monotonic() - t0
-    t0 = time.monotonic()
-    result = evaluate(task, ctx)
-    row["eval"] = time.monotonic() - t0
-    row["total"] = time.monotonic() - t_start
-    message = "" if result.score == 1.0 else _explain(result, ctx, tmp_path)
-    ctx.client.close()
-    assert result.score == 1.0, message
+    return ctx
