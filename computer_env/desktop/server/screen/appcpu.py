@@ -8,6 +8,11 @@ nanoseconds it ran and the nanoseconds it waited, runnable, for a core. Their su
 process tree (the active window's ``_NET_WM_PID`` and its descendants) grows while the app
 works, even on a loaded host where it waits for a core rather than runs, and stays flat while it
 sleeps. Threads in uninterruptible sleep (``D``: disk I/O) count as working too.
+
+The kernel adds a wait to ``schedstat`` only once the thread runs again: a thread kept off the
+cores for longer than the settle's window (a loaded host, or its desktop's CPU quota spent for
+the period) looks idle by its times alone. So the state each thread is in at the reading counts
+as well: a thread that is runnable (``R``) is working, whether it runs or waits for a core.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ class CpuSample:
     at: float  # time.monotonic()
     busy_ns: dict[int, int]  # pid -> ran + waited runnable, over all of its threads
     blocked: bool  # some thread was in uninterruptible sleep (disk I/O)
+    runnable: bool = False  # some thread was running or waiting for a core (state R)
 
 
 def _children(pid: int) -> list[int]:
@@ -65,36 +71,41 @@ def process_tree(pid: int) -> tuple[int, ...]:
     return tuple(seen[:MAX_PROCESSES])
 
 
-def _process_busy(pid: int) -> tuple[int, bool]:
-    total, blocked = 0, False
+def _process_busy(pid: int) -> tuple[int, bool, bool]:
+    """The process's busy nanoseconds (all threads), whether a thread is in disk I/O (``D``),
+    whether one is runnable (``R``)."""
+    total, blocked, runnable = 0, False, False
     base = f"{PROC}/{pid}/task"
     try:
         tasks = os.listdir(base)
     except OSError:
-        return 0, False
+        return 0, False, False
     for tid in tasks:
         try:
             with open(f"{base}/{tid}/schedstat", "rb") as f:
                 ran, waited, _ = f.read().split(maxsplit=2)
             total += int(ran) + int(waited)
-            if not blocked:
+            if not (blocked and runnable):
                 with open(f"{base}/{tid}/stat", "rb") as f:
-                    blocked = f.read().rpartition(b")")[2][:3] == b" D "
+                    state = f.read().rpartition(b")")[2][:3]
+                blocked |= state == b" D "
+                runnable |= state == b" R "
         except (OSError, ValueError):
             continue
-    return total, blocked
+    return total, blocked, runnable
 
 
 def sample(pids: tuple[int, ...]) -> CpuSample:
-    """Read the busy time of ``pids`` now."""
+    """Read the busy time and the threads' states of ``pids`` now."""
     busy: dict[int, int] = {}
-    blocked = False
+    blocked = runnable = False
     for pid in pids:
-        ns, dee = _process_busy(pid)
+        ns, dee, ready = _process_busy(pid)
         if ns:
             busy[pid] = ns
         blocked |= dee
-    return CpuSample(at=time.monotonic(), busy_ns=busy, blocked=blocked)
+        runnable |= ready
+    return CpuSample(at=time.monotonic(), busy_ns=busy, blocked=blocked, runnable=runnable)
 
 
 def busy_fraction(before: CpuSample, after: CpuSample) -> float:
@@ -125,19 +136,25 @@ class AppActivity:
 
     def add(self, pid: int) -> None:
         """Read the tree of ``pid`` now (a different pid than before starts afresh)."""
+        self.record(pid, sample(process_tree(pid)) if pid > 0 else None)
+
+    def record(self, pid: int, reading: CpuSample | None) -> None:
+        """Keep ``reading`` of the tree of ``pid`` (a different pid than before starts
+        afresh; None: no app to read)."""
         self._tried = time.monotonic()
         if pid != self.pid:
             self.pid = pid
             self._samples.clear()
-        if pid > 0:
-            self._samples.append(sample(process_tree(pid)))
+        if reading is not None:
+            self._samples.append(reading)
 
     def next_sample_at(self) -> float:
         return self._tried + SAMPLE_S if self._tried else 0.0
 
     def idle_for(self, window_s: float) -> bool | None:
-        """Has the tree stayed under :data:`BUSY_SHARE` over the last ``window_s``? None while
-        the samples do not span it yet; True when there is no app (no pid) to watch."""
+        """Has the tree stayed under :data:`BUSY_SHARE` over the last ``window_s``, with no
+        thread runnable at the last reading? None while the samples do not span it yet; True
+        when there is no app (no pid) to watch."""
         if self.pid <= 0:
             return True
         if not self._samples:
@@ -146,6 +163,6 @@ class AppActivity:
         base = next((s for s in reversed(self._samples) if s.at <= last.at - window_s), None)
         if base is None:
             return None
-        idle = busy_fraction(base, last) <= self.share
+        idle = busy_fraction(base, last) <= self.share and not last.runnable
         self.busy_seen |= not idle
         return idle
