@@ -75,6 +75,27 @@ def test_a_run_lives_while_its_owner_does(ended: Run, living: Run) -> None:
         new_run(pid=ended.pid)
 
 
+def test_an_owner_named_in_bytes_that_are_not_utf8_still_lives() -> None:
+    """A process names itself in any bytes (prctl PR_SET_NAME; the audit's exploits do): a
+    name that is not UTF-8 must not make a living owner look gone (its run swept)."""
+    rename = (
+        "import ctypes, sys, time\n"
+        "ctypes.CDLL(None).prctl(15, b'\\xff\\xfe-owner', 0, 0, 0)\n"
+        "print('named', flush=True)\n"
+        "time.sleep(600)\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", rename], stdout=subprocess.PIPE)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline() == b"named\n"
+        assert b"\xff\xfe-owner" in Path(f"/proc/{proc.pid}/stat").read_bytes()
+        run = new_run(pid=proc.pid)
+        assert run.alive() is True
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)
+    assert run.alive() is False
+
+
 def test_a_run_is_handed_to_children_and_a_new_one_replaces_it() -> None:
     first = current_run()  # none in the environment: this process's own, handed on
     assert os.environ[RUN_ENV] == first.encode() and current_run() == first

@@ -181,16 +181,22 @@ def tagged_processes(tag: str) -> list[str]:
             continue
         try:
             if needle in (proc / "environ").read_bytes().split(b"\0"):
-                hits.append((proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()[:200])
+                hits.append(
+                    (proc / "cmdline")
+                    .read_bytes()
+                    .replace(b"\0", b" ")
+                    .decode(errors="replace")[:200]
+                )
         except OSError:
             continue
     return hits
 
 
 def _stat(pid: int) -> tuple[int, int] | None:
-    """(parent pid, start time) of a live process."""
+    """(parent pid, start time) of a live process. Read as bytes: a process's name is any
+    bytes it chose (the audit's exploits name theirs in bytes that are not UTF-8)."""
     try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        fields = Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1].split()
     except OSError:
         return None
     return int(fields[1]), int(fields[19])

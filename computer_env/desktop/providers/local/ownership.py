@@ -43,9 +43,10 @@ RUN_ID = re.compile(r"^[0-9a-f]{8,32}$")
 
 def _start_ticks(pid: int) -> int | None:
     """The start time of process ``pid`` in clock ticks since boot (None when it is gone): with
-    the pid, the identity of a process on this boot."""
+    the pid, the identity of a process on this boot. Read as bytes: a process names itself in
+    any bytes, UTF-8 or not, and a name that did not decode must not make it look gone."""
     try:
-        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
+        return int(Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[19])
     except (OSError, IndexError, ValueError):
         return None
 
