@@ -108,7 +108,13 @@ def xlog(env: OSWorldComputerEnv) -> Iterator[Any]:
             got = [ln for ln in text.splitlines()[1:] if ln.startswith(prefix)]
             return got if len(got) >= expect else None
 
-        return wait_for(lines, f"{expect} logged events")
+        try:
+            return wait_for(lines, f"{expect} logged events")
+        except AssertionError as exc:  # what was logged, and what was on top, for a look
+            logged = (client.read_file("/tmp/xlog.txt") or b"").decode(errors="replace")
+            raise AssertionError(
+                f"{exc}\nlogged:\n{logged}\nwindows:\n{sh(env, 'wmctrl -lG')}"
+            ) from exc
 
     yield read
     sh(env, "pkill -f /tmp/xlog.py || true")
