@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.harness.helpers.parsed_settings import settings_of
 from tests.harness.helpers.suite import ROOT, run_suite
 
 SHADOW = str(ROOT / "tests" / "harness" / "helpers" / "no_realtimegym")
@@ -52,9 +53,15 @@ def test_suite_skips_cleanly_without_realtimegym(tmp_path: Path) -> None:
         (("--turn-tokens", "0"), "--turn-tokens"),
     ],
 )
-def test_bad_game_options_are_usage_errors(
-    tmp_path: Path, args: tuple[str, ...], option: str
-) -> None:
+def test_bad_game_options_are_usage_errors(args: tuple[str, ...], option: str) -> None:
+    """Through the suite's real option parser and ``Settings``, in process (the run's own
+    start-up check: the next test)."""
+    with pytest.raises(pytest.UsageError) as error:
+        settings_of(*args)
+    assert option in str(error.value), str(error.value)
+
+
+def test_a_bad_game_option_stops_the_run_at_start_up(tmp_path: Path) -> None:
     proc = subprocess.run(
         [
             sys.executable,
@@ -67,7 +74,8 @@ def test_bad_game_options_are_usage_errors(
             str(tmp_path),
             "-o",
             f"cache_dir={tmp_path / 'cache'}",
-            *args,
+            "--games",
+            "pong",
         ],
         cwd=ROOT,
         capture_output=True,
@@ -77,7 +85,8 @@ def test_bad_game_options_are_usage_errors(
     text = proc.stdout + proc.stderr
     assert proc.returncode == 4, text[-2000:]  # a usage error, before anything runs
     error = next((line for line in text.splitlines() if line.startswith("ERROR:")), "")
-    assert option in error and "Traceback" not in text, text[-2000:]
+    assert error.startswith("ERROR: --games:") and "Traceback" not in text, text[-2000:]
+    assert not list(tmp_path.rglob("result.json"))
 
 
 @pytest.mark.parametrize("pacing", ["turn", "realtime"])

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.harness.helpers.parsed_settings import settings_of
 from tests.harness.helpers.polling import wait_for
 from tests.harness.helpers.suite import (
     ROOT,
@@ -143,24 +144,13 @@ def test_help_documents_every_option_of_the_suite() -> None:
         (("--seeds", "a-b"), "--seeds"),
     ],
 )
-def test_bad_value_fails_naming_the_option(
-    tmp_path: Path, args: tuple[str, ...], option: str
-) -> None:
-    proc = _pytest(
-        "tests/osworld",
-        "--collect-only",
-        "-q",
-        "--results-dir",
-        str(tmp_path),
-        "-o",
-        f"cache_dir={tmp_path / 'pytest-cache'}",
-        *args,
-    )
-    text = proc.stdout + proc.stderr
-    assert proc.returncode == 4, text[-2000:]  # a usage error, before anything runs
-    error = next((line for line in text.splitlines() if line.startswith("ERROR:")), "")
-    assert option in error, text[-2000:]
-    assert "Traceback" not in text
+def test_bad_value_fails_naming_the_option(args: tuple[str, ...], option: str) -> None:
+    """Through the suite's real option parser and ``Settings``, in process; that such an error
+    stops a real run at start-up, before any task, is
+    ``test_option_bounds.test_the_run_stops_at_start_up_with_the_usage_error``."""
+    with pytest.raises(pytest.UsageError) as error:
+        settings_of(*args)
+    assert option in str(error.value), str(error.value)
 
 
 def test_remote_provider_wants_a_vm_url_from_option_or_environment(tmp_path: Path) -> None:
