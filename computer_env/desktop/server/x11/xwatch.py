@@ -51,6 +51,7 @@ logger = logging.getLogger(__name__)
 INTERVAL_S = 0.25  # between two probes
 THRESHOLD_S = 2.0  # a probe unanswered this long is looked into
 RELEASE_WAIT_S = 1.0  # after a kill, how long the probe may take to be answered
+PROBE_START_S = 10.0  # how long the server's start waits for the probe's first answer
 
 
 @dataclass(frozen=True)
@@ -115,6 +116,7 @@ class XWatch:
         self._sent: float | None = None
         self._looked_at: float | None = None
         self._answered = threading.Condition()
+        self._probing = threading.Event()
         self._stop = threading.Event()
         self._dpy: Any = None
         self._threads = [
@@ -123,6 +125,12 @@ class XWatch:
         ]
         for thread in self._threads:
             thread.start()
+
+    def wait_probing(self, timeout: float) -> bool:
+        """Wait until the probe's first round trip was answered (its connection is set up): a
+        grab taken before that would hold the probe's connection set-up itself, where it is not
+        seen. True once probing; False after ``timeout`` seconds."""
+        return self._probing.wait(timeout)
 
     def released(self) -> int:
         """How many grabs were released by killing a client of the desktop (the desktop's side
@@ -199,6 +207,7 @@ class XWatch:
                 with self._answered:
                     self._sent = None
                     self._answered.notify_all()
+                self._probing.set()
                 self._drain()
                 self._stop.wait(INTERVAL_S)
         except Exception as exc:  # noqa: BLE001 - the display went away: nothing to watch
@@ -319,7 +328,10 @@ def start_watch(display: str | None, *, nested: bool) -> XWatch | None:
     if x_pid is None:
         logger.warning("no X server process in sight: X grabs are not watched")
         return None
-    return XWatch(display, x_pid, nested=nested)
+    watch = XWatch(display, x_pid, nested=nested)
+    if not watch.wait_probing(PROBE_START_S):  # the server serves only once watching
+        logger.warning("the X probe had no answer in %.0f s: X grabs may go unseen", PROBE_START_S)
+    return watch
 
 
 __all__ = [
