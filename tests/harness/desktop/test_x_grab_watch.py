@@ -198,3 +198,16 @@ def test_an_x_server_stopped_from_the_host_stays_the_environments(tmp_path: Path
     assert result["outcome"] == "passed", result["message"]
     assert result.get("failure_category") is None, result
     assert run.rc == 0, run.output[-3000:]
+
+
+def test_waiting_for_the_probe_ends_at_once_when_its_display_is_gone() -> None:
+    """No X server on the display: the probe stops, and the guest server's start (``start_watch``)
+    does not wait out its limit for a first answer that cannot come."""
+    watch = XWatch(":65000", 1, nested=False)
+    try:
+        started = time.monotonic()
+        assert watch.wait_probing(scaled(60)) is False
+        assert time.monotonic() - started < scaled(30)
+        assert not watch.snapshot()["watching"]
+    finally:
+        watch.close()

@@ -129,8 +129,13 @@ class XWatch:
     def wait_probing(self, timeout: float) -> bool:
         """Wait until the probe's first round trip was answered (its connection is set up): a
         grab taken before that would hold the probe's connection set-up itself, where it is not
-        seen. True once probing; False after ``timeout`` seconds."""
-        return self._probing.wait(timeout)
+        seen. True once probing; False after ``timeout`` seconds or once the probe has stopped
+        (its display gone)."""
+        deadline = time.monotonic() + timeout
+        while not self._probing.wait(0.05):
+            if not self._threads[0].is_alive() or time.monotonic() >= deadline:
+                return self._probing.is_set()
+        return True
 
     def released(self) -> int:
         """How many grabs were released by killing a client of the desktop (the desktop's side
