@@ -232,7 +232,9 @@ def _present(client: Any, made: dict[str, Any]) -> dict[str, bool]:
     chains = desktop_chains()
     return {
         "container": bool(
-            client.containers.list(all=True, filters={"name": f"^{made['container']}$"})
+            client.containers.list(
+                all=True, filters={"name": f"^{made['container']}$"}, ignore_removed=True
+            )
         ),
         "network": bool(client.networks.list(names=[made["network"]])),
         "chains": all(c in chains for c in made["chains"]),

@@ -26,7 +26,9 @@ def test_smoke_suite_runs_on_docker_desktops(tmp_path: Path, docker_client: Any)
     assert {r["versions"]["provider"] for r in results.values()} == {"docker"}
     assert run.summary["scored"] == len(results) and run.summary["unscored"] == 0
     # every container of the run is gone (labelled with the run id)
-    left = docker_client.containers.list(all=True, filters={"label": "holo-bench.run=dock"})
+    left = docker_client.containers.list(
+        all=True, filters={"label": "holo-bench.run=dock"}, ignore_removed=True
+    )
     assert left == [], [c.name for c in left]
     nets = docker_client.networks.list(filters={"label": "holo-bench.run=dock"})
     assert nets == [], [n.name for n in nets]  # nor any desktop's own network
