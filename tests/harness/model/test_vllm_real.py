@@ -598,7 +598,6 @@ def test_a_serve_run_whose_controller_is_killed_mid_case_leaves_no_vllm_process(
     ``test_serve_plays_a_desktop_case_and_a_game_with_the_real_loop`` checks on a real server,
     reached on SIGINT as ``test_endpoints.test_sigint_of_a_serve_run_leaves_no_vllm_process``
     checks.)"""
-    tag = uuid.uuid4().hex
     child = start_suite(
         tmp_path,
         "srvint",
@@ -612,7 +611,6 @@ def test_a_serve_run_whose_controller_is_killed_mid_case_leaves_no_vllm_process(
         "-n",
         "1",
         *FAST,
-        env={"HOLO_TEST_TAG": tag},
         log=tmp_path / "child.log",
     )
     try:
