@@ -7,10 +7,12 @@ from __future__ import annotations
 import io
 import logging
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import httpx
 
+from computer_env.desktop.client import _bind_keys
 from computer_env.desktop.client._setup import SetupAndFiles
 from computer_env.desktop.client._transport import (
     EXECUTE_TIMEOUT,
@@ -18,9 +20,12 @@ from computer_env.desktop.client._transport import (
     ExecResult,
 )
 from computer_env.desktop.grabs import XGrabReport
+from computer_env.desktop.keysyms import keysym_for, mappable
 from computer_env.desktop.prefix import PYAUTOGUI_PREFIX
 
 logger = logging.getLogger(__name__)
+_BIND_KEYS_SOURCE = Path(_bind_keys.__file__).read_text(encoding="utf-8")
+"""The in-desktop script that binds characters for the fallback typing, sent as source."""
 
 
 class DesktopClient(SetupAndFiles):
@@ -159,10 +164,32 @@ class DesktopClient(SetupAndFiles):
         if self._has("type_text"):
             self._request("POST", "/type", json={"text": text}, timeout=EXECUTE_TIMEOUT)
             return
+        self._bind_keys(text)
         result = self.execute(["xdotool", "type", "--clearmodifiers", "--", text])
         if result.returncode != 0:
             raise DesktopRequestError(
                 500, f"xdotool type failed: {result.error.strip()}", path="/execute"
+            )
+
+    def _bind_keys(self, text: str) -> None:
+        """On an upstream server: give each character of ``text`` that is not printable ASCII
+        a keycode of its own in the desktop's keymap before ``xdotool type`` types it
+        (:mod:`._bind_keys` says why: xdotool's own remapping loses characters)."""
+        keysyms = sorted({keysym_for(c) for c in text if mappable(c) and not " " <= c <= "~"})
+        if not keysyms:
+            return
+        result = self.execute(["python", "-c", _BIND_KEYS_SOURCE, *map(str, keysyms)])
+        if result.returncode != 0:
+            logger.warning(
+                "could not bind %d characters in the desktop's keymap (%s): xdotool may lose them",
+                len(keysyms),
+                (result.error or result.output).strip()[-200:],
+            )
+        elif not result.output.strip().endswith(" left 0"):
+            logger.warning(
+                "the desktop's keymap has no unused keycode for some characters (%s): xdotool "
+                "may lose them",
+                result.output.strip(),
             )
 
     # -- lifecycle ---------------------------------------------------------------------------

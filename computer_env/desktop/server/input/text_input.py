@@ -33,6 +33,7 @@ from Xlib import display as xdisplay
 from Xlib import error as xerror
 from Xlib.ext import xtest
 
+from computer_env.desktop.keysyms import keysym_for, mappable
 from computer_env.desktop.server.input.delivery import (
     PING_TIMEOUT_S,
     active_window,
@@ -58,18 +59,6 @@ _LAST_USE: dict[tuple[str, int, int], tuple[float, int]] = {}
 
 class TypingError(Exception):
     """xdotool failed or is missing, or the keymap could not be prepared."""
-
-
-def keysym_for(char: str) -> int:
-    """The keysym that types ``char``: Latin-1 keysyms are the code point, others 0x1000000+cp."""
-    cp = ord(char)
-    return cp if cp < 0x100 else 0x01000000 | cp
-
-
-def _mappable(char: str) -> bool:
-    """Printable characters get a key; control characters are left to xdotool (Tab, Escape)."""
-    cp = ord(char)
-    return cp >= 0x20 and not 0x7F <= cp < 0xA0
 
 
 def _alphabetic(low: int, high: int) -> bool:
@@ -211,7 +200,7 @@ def _segments(line: str, slots: KeymapSlots | None) -> list[tuple[str, set[int]]
     chars: list[str] = []
     need: set[int] = set()
     for char in line:
-        keysym = keysym_for(char) if _mappable(char) else 0
+        keysym = keysym_for(char) if mappable(char) else 0
         if keysym and keysym not in slots.base and keysym not in need:
             if len(need) == slots.capacity:
                 pieces.append(("".join(chars), need))
@@ -291,7 +280,7 @@ def type_text(text: str, *, delay_ms: int = 0, timeout: float | None = None) -> 
             lines = data.split("\n")
             if (
                 slots is not None
-                and len({keysym_for(c) for c in data if _mappable(c)} - slots.base) > slots.capacity
+                and len({keysym_for(c) for c in data if mappable(c)} - slots.base) > slots.capacity
             ):
                 delay_ms = max(delay_ms, RECYCLE_DELAY_MS)
             for i, line in enumerate(lines):
