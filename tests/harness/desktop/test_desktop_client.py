@@ -7,6 +7,7 @@ and use OSWorld's ``/execute`` + ``python -c`` path instead.
 
 from __future__ import annotations
 
+import functools
 import io
 import time
 from collections.abc import Iterator
@@ -153,6 +154,11 @@ def test_wrong_token_is_a_403_request_error(server: GuestServer) -> None:
         assert not c.ping()
 
 
+def _text_of(path: Path) -> str:
+    """The file's text, or "" while it does not exist."""
+    return path.read_text(encoding="utf-8") if path.exists() else ""
+
+
 def test_falls_back_to_osworld_api_without_capabilities(desk: XDesktop, tmp_path: Path) -> None:
     with (
         GuestServer(desk.env, tmp_path / "home", extra_args=["--osworld-only"]) as s,
@@ -175,9 +181,7 @@ def test_falls_back_to_osworld_api_without_capabilities(desk: XDesktop, tmp_path
             c.type_text(f"echo {word} > {target}")
             c.run_pyautogui("pyautogui.press('enter')")
             typed = wait_for(
-                lambda: target.exists() and target.read_text(encoding="utf-8"),
-                "the fallback typing to reach xterm",
-                20,
+                functools.partial(_text_of, target), "the fallback typing to reach xterm", 20
             )
             assert typed == f"{word}\n", f"xterm received {typed!r}"
         c.close_window("fallback-term")

@@ -53,9 +53,11 @@ def _job(name: str) -> str:
     return f"tests.harness.helpers.scorer_memory_jobs:{name}"
 
 
-def write_inflating_xlsx(path: Path, xml_mib: int = 200) -> None:
-    """A valid xlsx (a few hundred KB) whose one sheet is ``xml_mib`` MiB of 16-cell rows:
-    openpyxl builds ~12 million cells, several GB."""
+def write_inflating_xlsx(path: Path, xml_mib: int = 1024) -> None:
+    """A valid xlsx (about a MB) whose one sheet is ``xml_mib`` MiB of 16-cell rows, each cell
+    a 4,000-character string of its own: openpyxl holds about a GB of strings. Long strings
+    rather than numbers: the cap is reached after a third of the CPU (8 s instead of 25 s on a
+    quiet core), which a loaded host stretched past the scorer's 240 s."""
     ns = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
     rel = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
     pkg = "http://schemas.openxmlformats.org/package/2006/relationships"
@@ -77,7 +79,10 @@ def write_inflating_xlsx(path: Path, xml_mib: int = 200) -> None:
         f'Type="{rel}/worksheet" Target="worksheets/sheet1.xml"/>'
         "</Relationships>",
     }
-    rows = (("<row>" + "<c><v>1</v></c>" * 16 + "</row>") * 4000).encode()
+    text = "x" * 4000  # each cell a string of its own: memory grows with the XML read
+    rows = (
+        ("<row>" + f'<c t="inlineStr"><is><t>{text}</t></is></c>' * 16 + "</row>") * 16
+    ).encode()
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
         for name, text in small.items():
             z.writestr(name, text)
