@@ -9,6 +9,12 @@
   ``from tests.harness.helpers.polling import wait_for``. A bare ``from polling import ...``
   (the old way, which made a second module object of the same file) fails with that advice.
 
+- **Bytecode is cached.** A host whose environment sets ``PYTHONDONTWRITEBYTECODE`` (many
+  container images do) makes every Python process compile the project's 400 modules from
+  source, and pytest rewrite their asserts anew: about 5 s of CPU for each child suite's
+  controller and worker, each scoring process and each helper, the larger part of a one-task
+  child run. The variable is dropped here, before any child starts, so the harness and
+  everything it starts reuse the ``__pycache__`` folders (git-ignored).
 - ``scipy.stats`` (and so numpy) is imported once, up front: several tests run a suite
   in-process with ``pytester``, which unloads the modules a run imported, and numpy cannot be
   imported a second time in one process (``fixtures.report.tables.stats`` imports scipy only where it
@@ -30,6 +36,7 @@ fails the test that did.
 from __future__ import annotations
 
 import importlib.abc
+import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -38,6 +45,9 @@ import pytest
 import scipy.stats  # noqa: F401
 
 from tests.harness.helpers import order, tiers
+
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+sys.dont_write_bytecode = False
 
 HELPERS = Path(__file__).resolve().parent / "helpers"
 

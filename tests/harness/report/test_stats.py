@@ -40,6 +40,20 @@ def test_wilson_other_confidence_levels_use_their_own_quantile() -> None:
     assert wilson_interval(4.0, n) == wilson_interval(4, n)  # a sum of 0/1 scores is a float
 
 
+def test_wilson_is_scipys_wilson_interval_without_importing_scipy() -> None:
+    from scipy.stats import binomtest
+
+    for n in (1, 2, 3, 7, 24, 27, 100, 369):
+        for k in sorted({0, 1, n // 3, n // 2, n - 1, n}):
+            for confidence in (0.9, 0.95, 0.99):
+                ci = binomtest(k, n).proportion_ci(confidence_level=confidence, method="wilson")
+                assert wilson_interval(k, n, confidence) == pytest.approx(
+                    (ci.low, ci.high), abs=1e-12
+                ), (k, n, confidence)
+    with pytest.raises(ValueError, match="confidence=1.0"):
+        wilson_interval(1, 2, confidence=1.0)
+
+
 @pytest.mark.parametrize(
     "k,n,needle",
     [(2.5, 7, "successes=2.5"), (8, 7, "successes=8"), (-1, 7, "successes=-1"), (0, 0, "n=0")],
