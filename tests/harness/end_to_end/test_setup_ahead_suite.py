@@ -71,7 +71,10 @@ def test_cases_set_up_ahead_score_and_say_so(tmp_path: Path) -> None:
     for cid in ahead:
         t = results[cid]["timings"]
         assert t["setup_s"] is not None and t["settle_s"] is not None, t  # its set-up's times
-        assert t["setup_wait_s"] < t["setup_s"] + t["settle_s"], t
+        # what ran ahead: the spare's reset (reset_s: reserving it, timed apart on this path),
+        # the setup steps and the settle; a case that waited less than all of it had part of
+        # its set-up hidden behind the case before, however slow the host
+        assert t["setup_wait_s"] < t["reset_s"] + t["setup_s"] + t["settle_s"], t
     behind = [cid for cid, r in results.items() if r["timings"].get("scored_behind")]
     assert len(behind) == 2, results  # every case but the last: the next one's agent played
     for cid in behind:
@@ -209,6 +212,10 @@ def test_an_interrupt_in_a_prepared_case_leaves_nothing_and_resume_finishes(
         }
         if ahead == "set-up":
             assert results == {first}, "the interrupt must come while the second case plays"
+            # the second case's agent is held, so its desktops stay: scan them once before
+            # the interrupt (the log line may come before any scan, and after Ctrl-C the
+            # desktops go faster than a scan on a loaded host)
+            seen.update(run_tree(tag))
         else:
             assert third not in results and first in results, results
         kill_group(child, signal.SIGINT)  # Ctrl-C reaches the whole foreground group

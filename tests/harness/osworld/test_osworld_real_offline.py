@@ -4,8 +4,8 @@ OSWorld's own code (the ``desktop-env`` package) on local desktops under ``--che
 Every such task must score 0 after setup alone; every task with an oracle
 (``computer_env/osworld/oracles``) must score 1 after its oracle; a task without one is skipped
 as "leak check only"; a task whose needs this desktop cannot meet is skipped ``needs: <what>``.
-Nothing may fail or end unscored. One suite run, two workers (about 12 minutes on a loaded
-2-core machine).
+Nothing may fail or end unscored. One suite run, one worker (12 to 25 minutes on 2 cores,
+by host; the test's limit is the child run's).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import pytest
 from computer_env.osworld.catalog.oracle import PROOF_ROUTES, oracle_index
 from computer_env.osworld.catalog.tasks import load_tasks
 from computer_env.osworld.planning.needs import task_needs
+from tests.harness.helpers.polling import scaled
 from tests.harness.helpers.suite import OSWORLD_DATA, run_suite
 
 DATA = OSWORLD_DATA
@@ -69,6 +70,7 @@ def test_oracles_name_real_offline_tasks() -> None:
     assert set(KNOWN_ENVIRONMENT_DEFECTS) <= selected
 
 
+@pytest.mark.timeout(scaled(3100))  # the child run's own limit (3000 s, scaled) fires first
 def test_real_offline_tasks_under_check_evaluators(tmp_path: Path) -> None:
     listing = {
         d: [t for t in ids if f"{d}/{t}" not in KNOWN_ENVIRONMENT_DEFECTS]
