@@ -3,7 +3,7 @@ SHELL := /bin/bash
 PYTHON ?= python3
 # Python caches bytecode here even where the environment says not to (many container images set
 # PYTHONDONTWRITEBYTECODE): without the cache every process of a run and of the tests compiles
-# the project's 400 modules anew (about 5 s of CPU each; __pycache__ is git-ignored).
+# the project's 400 modules anew (seconds of CPU each; __pycache__ is git-ignored).
 unexport PYTHONDONTWRITEBYTECODE
 VENV ?= .venv
 PY := $(VENV)/bin/python

@@ -11,8 +11,8 @@
 
 - **Bytecode is cached.** A host whose environment sets ``PYTHONDONTWRITEBYTECODE`` (many
   container images do) makes every Python process compile the project's 400 modules from
-  source, and pytest rewrite their asserts anew: about 5 s of CPU for each child suite's
-  controller and worker, each scoring process and each helper, the larger part of a one-task
+  source, and pytest rewrite their asserts anew: seconds of CPU for each child suite's
+  controller and worker, each scoring process and each helper, a third of a one-task
   child run. The variable is dropped here, before any child starts, so the harness and
   everything it starts reuse the ``__pycache__`` folders (git-ignored).
 - ``scipy.stats`` (and so numpy) is imported once, up front: several tests run a suite
