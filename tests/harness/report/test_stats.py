@@ -40,7 +40,7 @@ def test_wilson_other_confidence_levels_use_their_own_quantile() -> None:
     assert wilson_interval(4.0, n) == wilson_interval(4, n)  # a sum of 0/1 scores is a float
 
 
-def test_wilson_is_scipys_wilson_interval_without_importing_scipy() -> None:
+def test_wilson_is_scipys_wilson_interval() -> None:
     from scipy.stats import binomtest
 
     for n in (1, 2, 3, 7, 24, 27, 100, 369):
