@@ -18,6 +18,7 @@ import pytest
 from fixtures.cases.records.result_format import Outcome
 from fixtures.cases.records.results import TaskResult, Versions, task_dir, write_result
 from fixtures.report.compare import CompareInputError, compare, format_comparison, load_side
+from fixtures.report.compare.__main__ import main
 from fixtures.report.compare.analysis import side_info
 from fixtures.report.compare.model import Sample, Side
 from fixtures.report.summary import format_summary, summarize
@@ -28,6 +29,7 @@ from fixtures.report.tables.stats import (
     pass_at_k,
     pass_hat_k,
 )
+from tests.harness.helpers.cli import run_main
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -415,13 +417,7 @@ def test_cli_prints_verdict_and_writes_page_and_json(tmp_path: Path) -> None:
     assert saved.pairs[0].overall.n == 6
     page = out_html.read_text()
     assert 'href="runA/Org_Model-1/chrome/t2/replay.html"' in page
-    bad = subprocess.run(
-        [sys.executable, "-m", "fixtures.report.compare", str(a), str(tmp_path / "no")],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    bad = run_main(main, a, tmp_path / "no")  # in process: the exit status and the line
     assert bad.returncode == 2 and "no such file or folder" in bad.stderr
 
 

@@ -1,12 +1,12 @@
 """``python -m fixtures.report.compare`` on bad input: one line naming the file (and the line and the
 column) and exit status 2, never a traceback; a run folder's unreadable ``result.json`` is
-reported by name and its task counted as unscored, never silently dropped."""
+reported by name and its task counted as unscored, never silently dropped. The CLI's ``main`` is
+called in process (an exception would fail the test as a traceback would); ``test_compare.py``
+runs it as a real child process."""
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,19 +14,14 @@ import pytest
 from fixtures.cases.records.result_format import Outcome
 from fixtures.cases.records.results import TaskResult, Versions, task_dir, write_result
 from fixtures.report.compare import CompareInputError, compare, load_side
+from fixtures.report.compare.__main__ import main
+from tests.harness.helpers.cli import CliRun, run_main
 
-ROOT = Path(__file__).resolve().parents[3]
 GOOD_CSV = "domain,task_id,score\nos,a,1\nos,b,0\n"
 
 
-def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "fixtures.report.compare", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+def _cli(*args: str) -> CliRun:
+    return run_main(main, *args)
 
 
 def _run(folder: Path, scores: dict[str, float | None], model: str = "Org/M") -> Path:

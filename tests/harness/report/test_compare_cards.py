@@ -1,15 +1,13 @@
 """Comparisons that name what differs: two run folders, each with its results and the harness
 card built from the suite's real settings (its own option parser), compared by the library and
-by ``python -m fixtures.report.compare`` (a real child process): the verdict says whether the
-runs are comparable before any number, both cards are shown side by side with each difference
+by the CLI's ``main`` (in process; ``test_compare.py`` runs it as a real child process): the
+verdict says whether the runs are comparable before any number, both cards are shown side by side with each difference
 marked, ``--strict`` refuses, and a published sheet is checked against the protocol it is
 assumed to follow. Fast tier: no desktop."""
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -18,9 +16,10 @@ import pytest
 from fixtures.cases.records.results import TaskResult, Versions, task_dir, write_result
 from fixtures.report.card import RunInputs, build_card, compare_cards, write_card
 from fixtures.report.compare import compare, comparison_html, format_comparison, load_side
+from fixtures.report.compare.__main__ import main
+from tests.harness.helpers.cli import CliRun, run_main
 from tests.harness.helpers.parsed_settings import settings_of
 
-ROOT = Path(__file__).resolve().parents[3]
 # (case, score on A, score on B)
 CASES = [
     ("os/t1", 1.0, 1.0),
@@ -87,15 +86,8 @@ def pair_of(a: Path, b: Path, **kw: Any) -> Any:
     return compare([load_side(a, **kw), load_side(b, **kw)]).pairs[0]
 
 
-def cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "fixtures.report.compare", *map(str, args)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+def cli(*args: str | Path) -> CliRun:
+    return run_main(main, *args)
 
 
 def test_identical_protocols_are_comparable(tmp_path: Path, root: Path) -> None:
