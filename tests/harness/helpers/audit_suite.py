@@ -45,9 +45,12 @@ def audit_run(
     target: str = "tests/osworld",
     tasks: dict[str, list[str]] | None = None,
     timeout: float = 1500,
+    workers: int = 1,
 ) -> AuditRun:
     """``pytest <target> --audit`` (on ``tasks``, default :data:`BUILTIN_TASK`, for the built-in
-    OSWorld set) with ``exploits`` (default all), two workers."""
+    OSWorld set) with ``exploits`` (default all), on ``workers`` xdist workers: one unless
+    desktops side by side are what the test is about (each more is a worker process and a
+    desktop, on a host the parent's workers already share)."""
     extra = list(args)
     if target == "tests/osworld" and "--osworld-root" not in extra:
         listing = tmp_path / "audit-tasks.json"
@@ -56,6 +59,13 @@ def audit_run(
     if exploits:
         extra += ["--audit-exploits", ",".join(exploits)]
     run = run_suite(
-        tmp_path / "results", "audit", "--audit", "-n", "2", *extra, target=target, timeout=timeout
+        tmp_path / "results",
+        "audit",
+        "--audit",
+        "-n",
+        str(workers),
+        *extra,
+        target=target,
+        timeout=timeout,
     )
     return AuditRun(run)

@@ -22,6 +22,7 @@ from fixtures.cases.integrity.audit import AUDIT_BANNER
 from fixtures.cases.integrity.known_flaws import INFEASIBLE_BY_DESIGN
 from holo_agent.reference.exploits import exploits_for
 from tests.harness.helpers.audit_suite import BUILTIN_TASK, audit_run
+from tests.harness.helpers.polling import scaled
 from tests.harness.helpers.suite import OSWORLD_DATA
 
 pytestmark = [
@@ -52,6 +53,7 @@ REAL_EXPLOITS = [
 ]
 
 
+@pytest.mark.timeout(scaled(1600))  # the child run's own limit (1500 s, scaled) fires first
 def test_audit_of_builtin_synthetic_and_game_cases_finds_no_harness_flaw(tmp_path: Path) -> None:
     synth = tmp_path / "synth"
     synth.mkdir()

@@ -74,11 +74,13 @@ def _check(audit: AuditRun, provider: str) -> None:
     reason="the local sandbox needs root and bubblewrap",
 )
 def test_a_local_desktop_reaches_no_other(tmp_path: Path) -> None:
-    audit = audit_run(tmp_path, EXPLOITS, *SPARE, tasks=CHROME_TASKS)
+    audit = audit_run(tmp_path, EXPLOITS, *SPARE, tasks=CHROME_TASKS, workers=2)
     _check(audit, "local")
 
 
 @pytest.mark.docker
 def test_a_docker_desktop_reaches_no_other(tmp_path: Path, docker_client: Any) -> None:  # noqa: F811
-    audit = audit_run(tmp_path, EXPLOITS, "--provider", "docker", *SPARE, tasks=CHROME_TASKS)
+    audit = audit_run(
+        tmp_path, EXPLOITS, "--provider", "docker", *SPARE, tasks=CHROME_TASKS, workers=2
+    )
     _check(audit, "docker")
