@@ -247,9 +247,18 @@ def _outcome(run: Callable[[], Any]) -> tuple[Any, ...]:
     return ("scored", data)
 
 
+@pytest.fixture(scope="module")
+def serving_scorer() -> Iterator[Scorer]:
+    """One scoring process for job after job, as a run's worker has (the tests that kill, hang
+    or time a scoring process take one of their own, ``scorer``)."""
+    s = Scorer(timeout=60)
+    yield s
+    s.close()
+
+
 @pytest.mark.parametrize("name", list(EVALUATORS))
 def test_the_same_score_or_exception_as_in_the_worker(
-    scorer: Scorer, tmp_path: Path, name: str
+    serving_scorer: Scorer, tmp_path: Path, name: str
 ) -> None:
     spec, history, files = EVALUATORS[name]
     ctx = make_ctx(tmp_path, history=history)
@@ -257,7 +266,7 @@ def test_the_same_score_or_exception_as_in_the_worker(
         put(ctx, file, text)
     t = task(spec)
     here = _outcome(lambda: evaluate(t, ctx))
-    there = _outcome(lambda: scorer.evaluate(t, ctx))
+    there = _outcome(lambda: serving_scorer.evaluate(t, ctx))
     assert there == here
     assert ctx.action_history == history  # the worker's context is left as it was
 
